@@ -1,0 +1,21 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mo {
+
+// Edit distance, for "did you mean" suggestions.
+std::size_t levenshtein(std::string_view a, std::string_view b);
+// The candidate closest to `word` when it is close enough to be a likely typo.
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
+// "a, b, c" — for error messages that list what is allowed.
+std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+std::string to_lower(std::string_view s);
+// Human-readable bytes with a binary prefix: "6.84 GiB", "800.0 KiB".
+std::string format_bytes(double bytes);
+// Thousands separators: 524288 -> "524,288".
+std::string format_count(long long n);
+
+}  // namespace mo

@@ -1,0 +1,59 @@
+#pragma once
+// The shape of a Llama-family model: hyperparameters plus the list of weight tensors with their
+// roles, from a built-in preset, an HF config.json or a GGUF file. Enough for memory math; the
+// weights themselves are loaded elsewhere.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mo::model {
+
+struct Hparams {
+  std::string arch = "llama";          // llama | mistral | qwen2 | mixtral
+  std::int64_t vocab_size = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t intermediate_size = 0;  // per expert for MoE
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t context_length = 0;     // max_position_embeddings
+  std::int64_t num_experts = 0;        // 0 = dense
+  std::int64_t num_experts_used = 0;   // experts each token goes through
+  bool tied_embeddings = false;
+  bool qkv_bias = false;               // Qwen2
+};
+
+enum class Role { token_embd, output, norm, attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down, router, bias, other };
+const char* role_name(Role r);
+// Linear layers a weight quantizer replaces (everything but embeddings, output, norms, routers, biases).
+bool is_quantizable_linear(Role r);
+
+struct WeightTensor {
+  std::string name;                    // GGUF-style name, e.g. "blk.3.attn_v.weight"
+  Role role = Role::other;
+  int layer = -1;                      // decoder layer, -1 outside the layers
+  std::uint64_t rows = 0;              // output features (all experts together for MoE)
+  std::uint64_t cols = 0;              // input features: the row length, GGUF ne[0]
+  std::optional<std::uint32_t> ggml_type;  // the stored type when read from a GGUF file
+  std::uint64_t n_elements() const { return rows * cols; }
+};
+
+struct ModelShape {
+  std::string name;                    // preset name, directory name or file name
+  Hparams hp;
+  std::vector<WeightTensor> tensors;
+  std::string stored_format = "fp16";  // weight format as found: fp32, fp16, bf16, awq-int4, gguf, ...
+  std::int64_t stored_group_size = 128;  // for awq/gptq checkpoints
+  std::uint64_t n_params() const;
+};
+
+// The tensor list a Llama-family checkpoint with these hyperparameters has. Throws UsageError when a
+// size is missing or inconsistent (heads not dividing hidden, kv heads not dividing heads).
+std::vector<WeightTensor> tensors_from_hparams(const Hparams& hp);
+
+// KV-cache bytes one token takes: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
+std::uint64_t kv_bytes_per_token(const Hparams& hp, double bytes_per_element);
+
+}  // namespace mo::model

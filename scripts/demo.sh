@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sets everything up on a fresh Debian machine and runs the demo: the memory budget of the demo model
+# (SmolLM2-135M, as shipped) and of Llama-2-13B on a 24 GB card in fp16 vs AWQ INT4.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+model=$(scripts/fetch-demo-model.sh)
+echo
+echo "== model-optimizer budget --model_path $model --gpu rtx4090"
+build/model-optimizer budget --model_path "$model" --gpu rtx4090
+echo
+echo "== model-optimizer budget --model_path llama-2-13b --weight-format fp16 --gpu rtx4090"
+build/model-optimizer budget --model_path llama-2-13b --weight-format fp16 --gpu rtx4090
+echo
+echo "== model-optimizer budget --model_path llama-2-13b --compare-formats --gpu rtx4090"
+build/model-optimizer budget --model_path llama-2-13b --compare-formats --gpu rtx4090

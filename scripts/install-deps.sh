@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency from Debian packages and PyPI. Safe to run again.
+set -euo pipefail
+
+debs=(
+  build-essential cmake pkg-config git ca-certificates
+  libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev
+  libcpp-httplib-dev libopenblas-dev liblapacke-dev libeigen3-dev libpcre2-dev
+  python3 python3-pip
+)
+
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all Debian packages present"
+fi

@@ -1,0 +1,82 @@
+#include "mo/core/strings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace mo {
+
+std::size_t levenshtein(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
+  std::string w = to_lower(word);
+  std::replace(w.begin(), w.end(), '-', '_');
+  for (const auto& c : candidates) {
+    std::string lc = to_lower(c);
+    std::replace(lc.begin(), lc.end(), '-', '_');
+    // A candidate the word abbreviates ("gpu_mem" for "gpu_memory") is a likely intent even when far in edits.
+    std::size_t d = levenshtein(w, lc);
+    if (d > 0 && w.size() >= 4 && lc.rfind(w, 0) == 0) d = 1;
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string format_bytes(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = std::fabs(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  if (bytes < 0) v = -v;
+  if (u == 0) return fmt::format("{:.0f} B", v);
+  return fmt::format("{:.2f} {}", v, units[u]);
+}
+
+std::string format_count(long long n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+}  // namespace mo

@@ -1,0 +1,86 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "mo/core/error.h"
+#include "mo/io/ggml_types.h"
+#include "mo/io/gguf.h"
+#include "mo/model/model_source.h"
+
+namespace mo::model {
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Role role_of(const std::string& name) {
+  if (name == "token_embd.weight") return Role::token_embd;
+  if (name == "output.weight") return Role::output;
+  if (ends_with(name, ".bias")) return Role::bias;
+  if (ends_with(name, "_norm.weight")) return Role::norm;
+  auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
+  if (has(".ffn_gate_inp.")) return Role::router;
+  if (has(".attn_q.")) return Role::attn_q;
+  if (has(".attn_k.")) return Role::attn_k;
+  if (has(".attn_v.")) return Role::attn_v;
+  if (has(".attn_output.")) return Role::attn_output;
+  if (has(".ffn_gate")) return Role::ffn_gate;
+  if (has(".ffn_up")) return Role::ffn_up;
+  if (has(".ffn_down")) return Role::ffn_down;
+  return Role::other;
+}
+
+int layer_of(const std::string& name) {
+  int layer = -1;
+  if (name.rfind("blk.", 0) == 0) std::sscanf(name.c_str() + 4, "%d", &layer);
+  return layer;
+}
+
+}  // namespace
+
+ModelShape shape_from_gguf(const gguf::File& f) {
+  std::string arch = f.get_string("general.architecture");
+  if (arch != "llama" && arch != "qwen2") {
+    throw UsageError(fmt::format("{}: general.architecture '{}' is not supported (supported: {})", f.path, arch, supported_architectures()));
+  }
+  ModelShape shape;
+  shape.name = std::filesystem::path(f.path).filename().string();
+  shape.stored_format = "gguf";
+  Hparams& hp = shape.hp;
+  auto key = [&](const char* k) { return arch + "." + k; };
+  hp.arch = arch;
+  hp.hidden_size = f.get_int(key("embedding_length"));
+  hp.intermediate_size = f.get_int(key("feed_forward_length"));
+  hp.num_layers = f.get_int(key("block_count"));
+  hp.num_heads = f.get_int(key("attention.head_count"));
+  hp.num_kv_heads = f.get_int_opt(key("attention.head_count_kv")).value_or(hp.num_heads);
+  if (hp.num_heads <= 0) throw UsageError(fmt::format("{}: {} must be positive", f.path, key("attention.head_count")));
+  hp.head_dim = f.get_int_opt(key("attention.key_length")).value_or(hp.hidden_size / hp.num_heads);
+  hp.context_length = f.get_int_opt(key("context_length")).value_or(0);
+  hp.num_experts = f.get_int_opt(key("expert_count")).value_or(0);
+  hp.num_experts_used = f.get_int_opt(key("expert_used_count")).value_or(0);
+  if (hp.num_experts > 0) hp.arch = "mixtral";
+  hp.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  hp.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  if (const auto* embd = f.find_tensor("token_embd.weight"); embd && embd->ne.size() >= 2) {
+    hp.vocab_size = static_cast<std::int64_t>(embd->ne[1]);
+  } else {
+    hp.vocab_size = f.get_int_opt(key("vocab_size")).value_or(0);
+  }
+
+  for (const auto& t : f.tensors) {
+    WeightTensor w;
+    w.name = t.name;
+    w.role = role_of(t.name);
+    w.layer = layer_of(t.name);
+    w.cols = t.ne.empty() ? 1 : t.ne[0];
+    w.rows = 1;
+    for (std::size_t d = 1; d < t.ne.size(); ++d) w.rows *= t.ne[d];
+    w.ggml_type = t.type;
+    shape.tensors.push_back(std::move(w));
+  }
+  return shape;
+}
+
+}  // namespace mo::model

@@ -1,0 +1,99 @@
+#include "mo/model/model_shape.h"
+
+#include <fmt/format.h>
+
+#include "mo/core/error.h"
+
+namespace mo::model {
+
+const char* role_name(Role r) {
+  switch (r) {
+    case Role::token_embd: return "token_embd";
+    case Role::output: return "output";
+    case Role::norm: return "norm";
+    case Role::attn_q: return "attn_q";
+    case Role::attn_k: return "attn_k";
+    case Role::attn_v: return "attn_v";
+    case Role::attn_output: return "attn_output";
+    case Role::ffn_gate: return "ffn_gate";
+    case Role::ffn_up: return "ffn_up";
+    case Role::ffn_down: return "ffn_down";
+    case Role::router: return "router";
+    case Role::bias: return "bias";
+    case Role::other: return "other";
+  }
+  return "other";
+}
+
+bool is_quantizable_linear(Role r) {
+  switch (r) {
+    case Role::attn_q: case Role::attn_k: case Role::attn_v: case Role::attn_output:
+    case Role::ffn_gate: case Role::ffn_up: case Role::ffn_down:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::uint64_t ModelShape::n_params() const {
+  std::uint64_t n = 0;
+  for (const auto& t : tensors) n += t.n_elements();
+  return n;
+}
+
+std::vector<WeightTensor> tensors_from_hparams(const Hparams& hp) {
+  auto need = [&](std::int64_t v, const char* what) {
+    if (v <= 0) throw UsageError(fmt::format("model shape: {} must be positive, got {}", what, v));
+  };
+  need(hp.vocab_size, "vocab_size");
+  need(hp.hidden_size, "hidden_size");
+  need(hp.intermediate_size, "intermediate_size");
+  need(hp.num_layers, "num_hidden_layers");
+  need(hp.num_heads, "num_attention_heads");
+  need(hp.num_kv_heads, "num_key_value_heads");
+  need(hp.head_dim, "head_dim");
+  if (hp.num_heads % hp.num_kv_heads != 0)
+    throw UsageError(fmt::format("model shape: num_attention_heads ({}) is not a multiple of num_key_value_heads ({})", hp.num_heads, hp.num_kv_heads));
+
+  const std::uint64_t h = hp.hidden_size, q = hp.num_heads * hp.head_dim, kv = hp.num_kv_heads * hp.head_dim;
+  const std::uint64_t experts = hp.num_experts > 0 ? hp.num_experts : 1;
+  const std::uint64_t ffn = hp.intermediate_size * experts;
+  std::vector<WeightTensor> t;
+  auto add = [&](std::string name, Role role, int layer, std::uint64_t rows, std::uint64_t cols) {
+    t.push_back({std::move(name), role, layer, rows, cols, std::nullopt});
+  };
+  add("token_embd.weight", Role::token_embd, -1, hp.vocab_size, h);
+  for (int i = 0; i < hp.num_layers; ++i) {
+    auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
+    add(n("attn_norm.weight"), Role::norm, i, 1, h);
+    add(n("attn_q.weight"), Role::attn_q, i, q, h);
+    add(n("attn_k.weight"), Role::attn_k, i, kv, h);
+    add(n("attn_v.weight"), Role::attn_v, i, kv, h);
+    if (hp.qkv_bias) {
+      add(n("attn_q.bias"), Role::bias, i, 1, q);
+      add(n("attn_k.bias"), Role::bias, i, 1, kv);
+      add(n("attn_v.bias"), Role::bias, i, 1, kv);
+    }
+    add(n("attn_output.weight"), Role::attn_output, i, h, q);
+    add(n("ffn_norm.weight"), Role::norm, i, 1, h);
+    if (hp.num_experts > 0) {
+      add(n("ffn_gate_inp.weight"), Role::router, i, hp.num_experts, h);
+      add(n("ffn_gate_exps.weight"), Role::ffn_gate, i, ffn, h);
+      add(n("ffn_up_exps.weight"), Role::ffn_up, i, ffn, h);
+      add(n("ffn_down_exps.weight"), Role::ffn_down, i, h * experts, hp.intermediate_size);
+    } else {
+      add(n("ffn_gate.weight"), Role::ffn_gate, i, ffn, h);
+      add(n("ffn_up.weight"), Role::ffn_up, i, ffn, h);
+      add(n("ffn_down.weight"), Role::ffn_down, i, h, ffn);
+    }
+  }
+  add("output_norm.weight", Role::norm, -1, 1, h);
+  if (!hp.tied_embeddings) add("output.weight", Role::output, -1, hp.vocab_size, h);
+  return t;
+}
+
+std::uint64_t kv_bytes_per_token(const Hparams& hp, double bytes_per_element) {
+  return static_cast<std::uint64_t>(2.0 * hp.num_layers * hp.num_kv_heads * hp.head_dim * bytes_per_element);
+}
+
+}  // namespace mo::model

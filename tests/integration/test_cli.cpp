@@ -1,0 +1,163 @@
+// Runs the real binary the way a user does and checks what they would see: output, messages, exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Result run(const std::string& args) {
+  static int n = 0;
+  std::string err_file = (std::filesystem::temp_directory_path() / ("mo_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(n++))).string();
+  std::string cmd = std::string(MO_BINARY) + " " + args + " 2>" + err_file;
+  Result r{};
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  std::size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, got);
+  int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  std::filesystem::remove(err_file);
+  return r;
+}
+
+std::string temp_yaml(const std::string& name, const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+TEST(Cli, HelpListsEverySubcommandAndExitCodes) {
+  auto r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* sub : {"quantize", "serve", "bench", "diagnose", "budget", "eval", "generate", "convert", "inspect"})
+    EXPECT_TRUE(has(r.out, sub)) << sub;
+  EXPECT_TRUE(has(r.out, "Exit codes: 0 ok, 1 runtime failure"));
+}
+
+TEST(Cli, EverySubcommandHasHelpWithItsOptions) {
+  for (const char* sub : {"quantize", "serve", "bench", "diagnose", "budget", "eval", "generate", "convert", "inspect"}) {
+    auto r = run(std::string(sub) + " --help");
+    EXPECT_EQ(r.code, 0) << sub;
+    EXPECT_TRUE(has(r.out, "--config")) << sub;
+  }
+  auto q = run("quantize --help");
+  for (const char* flag : {"--model_path", "--model-path", "--quant_method", "--bits", "--group_size", "--calibration_data", "--output_path"})
+    EXPECT_TRUE(has(q.out, flag)) << flag;
+  EXPECT_TRUE(has(run("serve --help").out, "--port"));
+}
+
+TEST(Cli, VersionNamesCommitBuildCudaAndSimd) {
+  auto r = run("--version");
+  EXPECT_EQ(r.code, 0);
+  for (const char* part : {"model-optimizer 0.", "git commit:", "build type:", "cuda:", "simd:"}) EXPECT_TRUE(has(r.out, part)) << r.out;
+}
+
+TEST(Cli, UnbuiltCommandSaysSoAndExits2) {
+  auto r = run("serve --model_path x");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "model-optimizer serve: not built yet")) << r.err;
+}
+
+TEST(Cli, MisspelledFlagExits2WithSuggestion) {
+  auto r = run("budget --max-modle-len 5");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "unknown argument '--max-modle-len' (did you mean '--max-model-len'?)")) << r.err;
+}
+
+TEST(Cli, BadValueExits2NamingFlagAndExpectation) {
+  auto r = run("budget --gpu-memory-utilization 1.5");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "flag --gpu_memory_utilization: gpu_memory_utilization: expected a number in [0.05, 1], got '1.5'")) << r.err;
+}
+
+TEST(Cli, MissingConfigFileExits2NamingIt) {
+  auto r = run("budget --config /nonexistent/budget.yaml");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "config file not found: /nonexistent/budget.yaml")) << r.err;
+}
+
+TEST(Cli, MissingModelFileExits2NamingIt) {
+  auto r = run("budget --model_path ./no/such/model.gguf");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "'./no/such/model.gguf' is neither a built-in preset nor an existing file")) << r.err;
+}
+
+TEST(Cli, FlagOverridesTheSameKeyInTheConfigFile) {
+  std::string cfg = temp_yaml("budget.yaml", "model_path: llama-3-8b\nmax_model_len: 2048\nmax_num_seqs: 3\n");
+  auto from_file = nlohmann::json::parse(run("budget --config " + cfg + " --json").out);
+  EXPECT_EQ(from_file["settings"]["max_model_len"], 2048);
+  auto overridden = nlohmann::json::parse(run("budget --config " + cfg + " --max-model-len 1024 --json").out);
+  EXPECT_EQ(overridden["settings"]["max_model_len"], 1024);
+  EXPECT_EQ(overridden["settings"]["max_num_seqs"], 3);
+  auto underscore = nlohmann::json::parse(run("budget --config " + cfg + " --max_model_len 512 --json").out);
+  EXPECT_EQ(underscore["settings"]["max_model_len"], 512);
+  std::filesystem::remove(cfg);
+}
+
+TEST(Cli, UnknownKeyInConfigExits2) {
+  std::string cfg = temp_yaml("bad.yaml", "model_path: llama-3-8b\ngpu_mem: 40\n");
+  auto r = run("budget --config " + cfg);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, cfg + ":2: unknown key 'gpu_mem' for 'budget' (did you mean 'gpu_memory'?)")) << r.err;
+  std::filesystem::remove(cfg);
+}
+
+TEST(Cli, BudgetTableShowsVerdictAndFormula) {
+  auto r = run("budget --model llama-2-13b --weight-format fp16 --gpu rtx4090");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(has(r.out, "2 × 40 layers × 40 KV heads × 128 head_dim × 2 bytes = 819,200 bytes")) << r.out;
+  EXPECT_TRUE(has(r.out, "does not fit")) << r.out;
+  auto awq = run("budget --model llama-2-13b --weight-format awq-int4 --gpu rtx4090");
+  EXPECT_TRUE(has(awq.out, "fits:")) << awq.out;
+}
+
+TEST(Cli, CompareFormatsPrintsARowPerFormat) {
+  auto r = run("budget --model llama-3-8b --compare-formats");
+  EXPECT_EQ(r.code, 0);
+  for (const char* f : {"fp16", "fp8", "int8", "awq-int4", "gptq-int4", "q4_0", "q4_k_m", "q5_k_m", "q6_k", "q8_0"})
+    EXPECT_TRUE(has(r.out, f)) << f;
+  auto j = nlohmann::json::parse(run("budget --model llama-3-8b --compare-formats --json").out);
+  EXPECT_EQ(j.size(), 12u);
+}
+
+TEST(Cli, BooleanFlagsTakeNegation) {
+  std::string cfg = temp_yaml("json.yaml", "json: true\n");
+  EXPECT_NO_THROW(nlohmann::json::parse(run("budget --config " + cfg).out));
+  EXPECT_TRUE(has(run("budget --config " + cfg + " --no-json").out, "component"));
+  std::filesystem::remove(cfg);
+}
+
+TEST(Cli, PrintConfigShowsMergedValues) {
+  auto r = run("budget --model llama-2-7b --max-num-seqs 8 --print-config");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(has(r.out, "model_path: llama-2-7b"));
+  EXPECT_TRUE(has(r.out, "max_num_seqs: 8"));
+}
+
+TEST(Cli, BadLogLevelExits2) {
+  auto r = run("--log-level loud budget");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "log level 'loud'")) << r.err;
+}
+
+TEST(Cli, NoSubcommandPrintsHelpAndExits2) {
+  auto r = run("");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "budget"));
+}
+
+}  // namespace

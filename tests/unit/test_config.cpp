@@ -1,0 +1,165 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "mo/budget/budget_config.h"
+#include "mo/config/commands.h"
+#include "mo/config/yaml_loader.h"
+#include "mo/core/error.h"
+
+namespace {
+
+using mo::config::load_yaml_text;
+using mo::config::Schema;
+
+std::string usage_error(const Schema& s, const std::string& yaml) {
+  try {
+    load_yaml_text(s, yaml, "serve.yaml");
+  } catch (const mo::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, ValidFileSetsTypedFields) {
+  mo::config::ServeConfig c;
+  Schema s("serve");
+  mo::config::bind(s, c);
+  load_yaml_text(s,
+                 "port: 9000\n"
+                 "gpu_memory_utilization: 0.85\n"
+                 "enable_prefix_caching: false\n"
+                 "served_model_name: demo\n",
+                 "serve.yaml");
+  EXPECT_EQ(c.port, 9000);
+  EXPECT_DOUBLE_EQ(c.gpu_memory_utilization, 0.85);
+  EXPECT_FALSE(c.enable_prefix_caching);
+  EXPECT_EQ(c.served_model_name, "demo");
+  EXPECT_EQ(c.block_size, 16);  // untouched keys keep their defaults
+}
+
+TEST(Config, UnknownKeyNamesFileLineAndSuggestion) {
+  mo::config::ServeConfig c;
+  Schema s("serve");
+  mo::config::bind(s, c);
+  std::string msg = usage_error(s, "port: 9000\nmax_modle_len: 4096\n");
+  EXPECT_EQ(msg, "serve.yaml:2: unknown key 'max_modle_len' for 'serve' (did you mean 'max_model_len'?)");
+}
+
+TEST(Config, WrongTypeNamesKeyValueAndExpectation) {
+  mo::config::ServeConfig c;
+  Schema s("serve");
+  mo::config::bind(s, c);
+  EXPECT_EQ(usage_error(s, "port: eighty\n"), "serve.yaml:1: port: expected an integer in [1, 65535], got 'eighty'");
+  EXPECT_EQ(usage_error(s, "enable_prefix_caching: maybe\n"), "serve.yaml:1: enable_prefix_caching: expected true or false, got 'maybe'");
+  EXPECT_EQ(usage_error(s, "port: [1, 2]\n"), "serve.yaml:1: port: expected an integer in [1, 65535], got a list");
+  EXPECT_EQ(usage_error(s, "port:\n"), "serve.yaml:1: port: expected an integer in [1, 65535], got no value");
+}
+
+TEST(Config, OutOfRangeIsRejected) {
+  mo::config::ServeConfig c;
+  Schema s("serve");
+  mo::config::bind(s, c);
+  EXPECT_EQ(usage_error(s, "gpu_memory_utilization: 1.5\n"),
+            "serve.yaml:1: gpu_memory_utilization: expected a number in [0.05, 1], got '1.5'");
+  EXPECT_EQ(c.gpu_memory_utilization, 0.90);  // a rejected value changes nothing
+}
+
+TEST(Config, ChoiceErrorsSuggestTheNearestValue) {
+  mo::budget::BudgetConfig c;
+  Schema s("budget");
+  mo::budget::bind(s, c);
+  std::string msg = usage_error(s, "weight_format: awq_int4\n");
+  EXPECT_NE(msg.find("weight_format: expected one of auto, fp32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(did you mean 'awq-int4'?)"), std::string::npos) << msg;
+}
+
+TEST(Config, FlagValueOverridesTheFileValue) {
+  mo::budget::BudgetConfig c;
+  Schema s("budget");
+  mo::budget::bind(s, c);
+  load_yaml_text(s, "max_model_len: 2048\nmax_num_seqs: 4\n", "budget.yaml");
+  Schema::set_from_text(*s.find("max-model-len"), "1024", "flag --max-model-len");
+  EXPECT_EQ(c.max_model_len, 1024);
+  EXPECT_EQ(c.max_num_seqs, 4);
+}
+
+TEST(Config, AliasesAndDashesFindTheSameField) {
+  mo::config::QuantizeConfig c;
+  Schema s("quantize");
+  mo::config::bind(s, c);
+  load_yaml_text(s, "custom_calibration: data.jsonl\nskip_layers: [lm_head, 29-31]\n", "q.yaml");
+  EXPECT_EQ(c.calibration_data, "data.jsonl");
+  EXPECT_EQ(c.skip_layers, (std::vector<std::string>{"lm_head", "29-31"}));
+  EXPECT_EQ(s.find("calibration-data"), s.find("custom_calibration"));
+  Schema::set_from_text(*s.find("skip_layers"), "lm_head, model.layers.31.*", "flag --skip-layers");
+  EXPECT_EQ(c.skip_layers, (std::vector<std::string>{"lm_head", "model.layers.31.*"}));
+}
+
+TEST(Config, InvalidYamlNamesTheLine) {
+  mo::config::ServeConfig c;
+  Schema s("serve");
+  mo::config::bind(s, c);
+  std::string msg = usage_error(s, "port: 1\nhost: [unclosed\n");
+  EXPECT_EQ(msg.rfind("serve.yaml:", 0), 0u) << msg;
+  EXPECT_NE(msg.find("invalid YAML"), std::string::npos) << msg;
+}
+
+TEST(Config, MissingFileIsAUsageErrorNamingIt) {
+  mo::config::ServeConfig c;
+  Schema s("serve");
+  mo::config::bind(s, c);
+  try {
+    mo::config::load_yaml_file(s, "/nonexistent/serve.yaml");
+    FAIL();
+  } catch (const mo::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "config file not found: /nonexistent/serve.yaml");
+  }
+}
+
+TEST(Config, PrintedConfigLoadsBackToTheSameValues) {
+  mo::budget::BudgetConfig a;
+  Schema sa("budget");
+  mo::budget::bind(sa, a);
+  load_yaml_text(sa, "model_path: llama-2-13b\nweight_format: awq-int4\nmax_model_len: 1024\ncompare_formats: true\n", "in.yaml");
+  mo::budget::BudgetConfig b;
+  Schema sb("budget");
+  mo::budget::bind(sb, b);
+  load_yaml_text(sb, sa.to_yaml(), "printed.yaml");
+  EXPECT_EQ(b.model_path, "llama-2-13b");
+  EXPECT_EQ(b.weight_format, "awq-int4");
+  EXPECT_EQ(b.max_model_len, 1024);
+  EXPECT_TRUE(b.compare_formats);
+  EXPECT_DOUBLE_EQ(b.gpu_memory_utilization, 0.90);
+}
+
+// Every example in configs/ must load with its command's schema, so the examples never rot.
+template <typename Config>
+void expect_loads(const std::string& file, const char* section) {
+  Config c;
+  Schema s(section);
+  mo::config::bind(s, c);
+  EXPECT_NO_THROW(mo::config::load_yaml_file(s, std::string(MO_SOURCE_DIR) + "/configs/" + file)) << file;
+}
+
+TEST(Config, ExampleConfigsLoad) {
+  namespace fs = std::filesystem;
+  std::size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(std::string(MO_SOURCE_DIR) + "/configs")) {
+    if (e.path().extension() == ".yaml") ++n;
+  }
+  EXPECT_GE(n, 4u);
+  expect_loads<mo::config::ServeConfig>("serve.yaml", "serve");
+  expect_loads<mo::config::BenchConfig>("bench.yaml", "bench");
+  expect_loads<mo::config::QuantizeConfig>("quantize/awq-int4.yaml", "quantize");
+  expect_loads<mo::config::QuantizeConfig>("quantize/gguf-q4_k_m.yaml", "quantize");
+  {
+    mo::budget::BudgetConfig c;
+    Schema s("budget");
+    mo::budget::bind(s, c);
+    EXPECT_NO_THROW(mo::config::load_yaml_file(s, std::string(MO_SOURCE_DIR) + "/configs/budget.yaml"));
+  }
+}
+
+}  // namespace

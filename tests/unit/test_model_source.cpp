@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "mo/budget/presets.h"
+#include "mo/core/error.h"
+#include "mo/model/model_source.h"
+
+namespace {
+
+using nlohmann::json;
+
+json llama2_7b_config() {
+  return json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 32, "max_position_embeddings": 4096, "rms_norm_eps": 1e-05,
+    "tie_word_embeddings": false, "torch_dtype": "float16", "vocab_size": 32000})");
+}
+
+TEST(HfConfig, LlamaConfigGivesThePresetShape) {
+  auto s = mo::model::shape_from_hf_config(llama2_7b_config(), "config.json");
+  auto p = mo::budget::load_model_shape("llama-2-7b");
+  EXPECT_EQ(s.n_params(), p.n_params());
+  EXPECT_EQ(s.n_params(), 6738415616u);  // Llama-2-7b-hf's parameter count
+  EXPECT_EQ(s.hp.head_dim, 128);
+  EXPECT_EQ(s.stored_format, "fp16");
+}
+
+TEST(HfConfig, Qwen2HasQkvBiasAndBf16) {
+  auto c = json::parse(R"({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+    "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2, "vocab_size": 151936,
+    "max_position_embeddings": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})");
+  auto s = mo::model::shape_from_hf_config(c, "config.json");
+  EXPECT_TRUE(s.hp.qkv_bias);
+  EXPECT_EQ(s.stored_format, "bf16");
+  EXPECT_NEAR(s.n_params() / 494e6, 1.0, 0.01);  // Qwen2.5-0.5B: 494 M parameters
+}
+
+TEST(HfConfig, AwqQuantizationConfigSetsFormatAndGroup) {
+  auto c = llama2_7b_config();
+  c["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 64}, {"zero_point", true}, {"version", "gemm"}};
+  auto s = mo::model::shape_from_hf_config(c, "config.json");
+  EXPECT_EQ(s.stored_format, "awq-int4");
+  EXPECT_EQ(s.stored_group_size, 64);
+}
+
+TEST(HfConfig, UnsupportedArchitectureListsSupportedOnes) {
+  auto c = llama2_7b_config();
+  c["model_type"] = "gpt2";
+  try {
+    mo::model::shape_from_hf_config(c, "models/x/config.json");
+    FAIL();
+  } catch (const mo::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "models/x/config.json: model_type 'gpt2' is not supported (supported: llama (Llama 2/3, TinyLlama, SmolLM), mistral, qwen2, mixtral)");
+  }
+}
+
+TEST(HfConfig, MissingOrWrongTypedKeyIsNamed) {
+  auto c = llama2_7b_config();
+  c.erase("hidden_size");
+  EXPECT_THROW(
+      {
+        try {
+          mo::model::shape_from_hf_config(c, "config.json");
+        } catch (const mo::UsageError& e) {
+          EXPECT_EQ(std::string(e.what()), "config.json: missing key 'hidden_size' (an integer)");
+          throw;
+        }
+      },
+      mo::UsageError);
+  c = llama2_7b_config();
+  c["num_hidden_layers"] = "32";
+  try {
+    mo::model::shape_from_hf_config(c, "config.json");
+    FAIL();
+  } catch (const mo::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "config.json: key 'num_hidden_layers': expected an integer, got \"32\"");
+  }
+}
+
+TEST(GgufShape, Stories260KHasItsPublishedShape) {
+  std::string path = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
+  if (!std::ifstream(path)) GTEST_SKIP() << path << " not found";
+  auto s = mo::budget::load_model_shape(path);
+  EXPECT_EQ(s.hp.hidden_size, 64);
+  EXPECT_EQ(s.hp.num_layers, 5);
+  EXPECT_EQ(s.hp.num_heads, 8);
+  EXPECT_EQ(s.hp.num_kv_heads, 4);
+  EXPECT_EQ(s.hp.intermediate_size, 172);
+  EXPECT_EQ(s.hp.vocab_size, 512);
+  EXPECT_FALSE(s.hp.tied_embeddings);  // the file stores output.weight as its own tensor
+  EXPECT_EQ(s.stored_format, "gguf");
+}
+
+}  // namespace

@@ -1,0 +1,39 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "mo/core/device.h"
+#include "mo/core/error.h"
+#include "mo/engine/ops/add.h"
+
+namespace {
+
+TEST(Ops, AddInplaceOnCpuAddsElementwise) {
+  std::vector<float> x = {1, 2, 3, -4}, y = {0.5f, -2, 10, 4};
+  mo::ops::add_inplace(mo::Device::cpu, x.data(), y.data(), x.size());
+  EXPECT_EQ(x, (std::vector<float>{1.5f, 0, 13, 0}));
+}
+
+TEST(Device, ParsesNamesAndRejectsOthers) {
+  EXPECT_EQ(mo::parse_device("cpu"), mo::Device::cpu);
+  EXPECT_NO_THROW(mo::parse_device("auto"));
+  try {
+    mo::parse_device("tpu");
+    FAIL();
+  } catch (const mo::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'tpu' is not one of cpu, cuda, auto"), std::string::npos);
+  }
+}
+
+TEST(Device, CudaWithoutGpuSaysWhy) {
+  if (mo::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible";
+  try {
+    mo::parse_device("cuda");
+    FAIL();
+  } catch (const mo::UsageError& e) {
+    std::string msg = e.what();
+    EXPECT_TRUE(msg.find("built without CUDA") != std::string::npos || msg.find("no CUDA GPU") != std::string::npos) << msg;
+  }
+}
+
+}  // namespace
