@@ -1,9 +1,11 @@
 # Stamps version, git commit and build settings into the binary for `model-optimizer --version`.
-execute_process(
-  COMMAND git -C "${PROJECT_SOURCE_DIR}" rev-parse --short=12 HEAD
-  OUTPUT_VARIABLE MO_GIT_COMMIT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _git_rc)
-if(NOT _git_rc EQUAL 0 OR MO_GIT_COMMIT STREQUAL "")
-  set(MO_GIT_COMMIT "unknown")
-endif()
+# The stamp is rewritten at every build (only when it changed), so a new commit shows without a reconfigure.
 set(MO_BUILD_INFO_CPP "${PROJECT_BINARY_DIR}/generated/build_info.cpp")
-configure_file("${PROJECT_SOURCE_DIR}/cmake/build_info.cpp.in" "${MO_BUILD_INFO_CPP}" @ONLY)
+add_custom_target(mo_build_info
+  COMMAND ${CMAKE_COMMAND}
+    -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DOUTPUT=${MO_BUILD_INFO_CPP}
+    -DPROJECT_VERSION=${PROJECT_VERSION} -DBUILD_TYPE=${CMAKE_BUILD_TYPE}
+    "-DCOMPILER=${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}"
+    -P ${PROJECT_SOURCE_DIR}/cmake/WriteBuildInfo.cmake
+  BYPRODUCTS ${MO_BUILD_INFO_CPP}
+  COMMENT "Stamping the git commit into build_info.cpp")

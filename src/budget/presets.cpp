@@ -28,6 +28,22 @@ model::Hparams hp(const char* arch, std::int64_t vocab, std::int64_t hidden, std
   return h;
 }
 
+// Lookups shared by the model and GPU tables: by lower-cased name, and the list of names.
+template <typename Preset>
+const Preset* find_by_name(const std::vector<Preset>& table, const std::string& name) {
+  std::string n = to_lower(name);
+  for (const auto& p : table)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+template <typename Preset>
+std::vector<std::string> names_of(const std::vector<Preset>& table) {
+  std::vector<std::string> out;
+  for (const auto& p : table) out.push_back(p.name);
+  return out;
+}
+
 model::Hparams moe(model::Hparams h, std::int64_t experts, std::int64_t used) {
   h.num_experts = experts;
   h.num_experts_used = used;
@@ -53,18 +69,8 @@ const std::vector<ModelPreset>& model_presets() {
   return presets;
 }
 
-const ModelPreset* find_model_preset(const std::string& name) {
-  std::string n = to_lower(name);
-  for (const auto& p : model_presets())
-    if (p.name == n) return &p;
-  return nullptr;
-}
-
-std::vector<std::string> model_preset_names() {
-  std::vector<std::string> out;
-  for (const auto& p : model_presets()) out.push_back(p.name);
-  return out;
-}
+const ModelPreset* find_model_preset(const std::string& name) { return find_by_name(model_presets(), name); }
+std::vector<std::string> model_preset_names() { return names_of(model_presets()); }
 
 const std::vector<GpuPreset>& gpu_presets() {
   static const std::vector<GpuPreset> gpus = {
@@ -81,18 +87,8 @@ const std::vector<GpuPreset>& gpu_presets() {
   return gpus;
 }
 
-const GpuPreset* find_gpu_preset(const std::string& name) {
-  std::string n = to_lower(name);
-  for (const auto& g : gpu_presets())
-    if (g.name == n) return &g;
-  return nullptr;
-}
-
-std::vector<std::string> gpu_preset_names() {
-  std::vector<std::string> out;
-  for (const auto& g : gpu_presets()) out.push_back(g.name);
-  return out;
-}
+const GpuPreset* find_gpu_preset(const std::string& name) { return find_by_name(gpu_presets(), name); }
+std::vector<std::string> gpu_preset_names() { return names_of(gpu_presets()); }
 
 model::ModelShape load_model_shape(const std::string& spec) {
   namespace fs = std::filesystem;

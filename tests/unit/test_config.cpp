@@ -13,6 +13,13 @@ namespace {
 using mo::config::load_yaml_text;
 using mo::config::Schema;
 
+// A config struct bound to its schema, as the CLI builds it.
+struct Serve {
+  mo::config::ServeConfig c;
+  Schema s{"serve"};
+  Serve() { mo::config::bind(s, c); }
+};
+
 std::string usage_error(const Schema& s, const std::string& yaml) {
   try {
     load_yaml_text(s, yaml, "serve.yaml");
@@ -23,9 +30,8 @@ std::string usage_error(const Schema& s, const std::string& yaml) {
 }
 
 TEST(Config, ValidFileSetsTypedFields) {
-  mo::config::ServeConfig c;
-  Schema s("serve");
-  mo::config::bind(s, c);
+  Serve cfg;
+  auto& [c, s] = cfg;
   load_yaml_text(s,
                  "port: 9000\n"
                  "gpu_memory_utilization: 0.85\n"
@@ -40,17 +46,15 @@ TEST(Config, ValidFileSetsTypedFields) {
 }
 
 TEST(Config, UnknownKeyNamesFileLineAndSuggestion) {
-  mo::config::ServeConfig c;
-  Schema s("serve");
-  mo::config::bind(s, c);
+  Serve cfg;
+  auto& [c, s] = cfg;
   std::string msg = usage_error(s, "port: 9000\nmax_modle_len: 4096\n");
   EXPECT_EQ(msg, "serve.yaml:2: unknown key 'max_modle_len' for 'serve' (did you mean 'max_model_len'?)");
 }
 
 TEST(Config, WrongTypeNamesKeyValueAndExpectation) {
-  mo::config::ServeConfig c;
-  Schema s("serve");
-  mo::config::bind(s, c);
+  Serve cfg;
+  auto& [c, s] = cfg;
   EXPECT_EQ(usage_error(s, "port: eighty\n"), "serve.yaml:1: port: expected an integer in [1, 65535], got 'eighty'");
   EXPECT_EQ(usage_error(s, "enable_prefix_caching: maybe\n"), "serve.yaml:1: enable_prefix_caching: expected true or false, got 'maybe'");
   EXPECT_EQ(usage_error(s, "port: [1, 2]\n"), "serve.yaml:1: port: expected an integer in [1, 65535], got a list");
@@ -58,9 +62,8 @@ TEST(Config, WrongTypeNamesKeyValueAndExpectation) {
 }
 
 TEST(Config, OutOfRangeIsRejected) {
-  mo::config::ServeConfig c;
-  Schema s("serve");
-  mo::config::bind(s, c);
+  Serve cfg;
+  auto& [c, s] = cfg;
   EXPECT_EQ(usage_error(s, "gpu_memory_utilization: 1.5\n"),
             "serve.yaml:1: gpu_memory_utilization: expected a number in [0.05, 1], got '1.5'");
   EXPECT_EQ(c.gpu_memory_utilization, 0.90);  // a rejected value changes nothing
@@ -98,18 +101,16 @@ TEST(Config, AliasesAndDashesFindTheSameField) {
 }
 
 TEST(Config, InvalidYamlNamesTheLine) {
-  mo::config::ServeConfig c;
-  Schema s("serve");
-  mo::config::bind(s, c);
+  Serve cfg;
+  auto& [c, s] = cfg;
   std::string msg = usage_error(s, "port: 1\nhost: [unclosed\n");
   EXPECT_EQ(msg.rfind("serve.yaml:", 0), 0u) << msg;
   EXPECT_NE(msg.find("invalid YAML"), std::string::npos) << msg;
 }
 
 TEST(Config, MissingFileIsAUsageErrorNamingIt) {
-  mo::config::ServeConfig c;
-  Schema s("serve");
-  mo::config::bind(s, c);
+  Serve cfg;
+  auto& [c, s] = cfg;
   try {
     mo::config::load_yaml_file(s, "/nonexistent/serve.yaml");
     FAIL();
