@@ -8,6 +8,7 @@
 #include "mo/budget/formats.h"
 #include "mo/budget/presets.h"
 #include "mo/core/error.h"
+#include "mo/core/log.h"
 
 namespace mo::budget {
 namespace {
@@ -76,6 +77,8 @@ BudgetResult compute_budget(const BudgetRequest& req) {
 BudgetRequest make_request(const BudgetConfig& cfg) {
   BudgetRequest req;
   req.shape = load_model_shape(cfg.model_path);
+  log::debug("budget: {} ({}) with {} tensors, stored as {}", req.shape.name, req.shape.hp.arch, req.shape.tensors.size(),
+             req.shape.stored_format);
   req.weight_format = cfg.weight_format == "auto" ? "stored" : cfg.weight_format;
   req.group_size = req.shape.stored_format == req.weight_format ? req.shape.stored_group_size : 128;
   req.kv_cache_dtype = cfg.kv_cache_dtype == "auto" ? "fp16" : cfg.kv_cache_dtype;

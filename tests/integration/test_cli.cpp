@@ -15,10 +15,10 @@ struct Result {
   std::string err;  // stderr
 };
 
-Result run(const std::string& args) {
+Result run(const std::string& args, const std::string& env = "") {
   static int n = 0;
   std::string err_file = (std::filesystem::temp_directory_path() / ("mo_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(n++))).string();
-  std::string cmd = std::string(MO_BINARY) + " " + args + " 2>" + err_file;
+  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(MO_BINARY) + " " + args + " 2>" + err_file;
   Result r{};
   FILE* p = ::popen(cmd.c_str(), "r");
   char buf[4096];
@@ -152,6 +152,15 @@ TEST(Cli, BadLogLevelExits2) {
   auto r = run("--log-level loud budget");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "log level 'loud'")) << r.err;
+}
+
+TEST(Cli, LogLevelComesFromEnvironmentAndTheFlagWins) {
+  auto debug = run("budget --model llama-2-7b", "MO_LOG_LEVEL=debug");
+  EXPECT_EQ(debug.code, 0);
+  EXPECT_TRUE(has(debug.err, "budget: llama-2-7b (llama) with 291 tensors")) << debug.err;
+  auto quiet = run("--log-level warn budget --model llama-2-7b", "MO_LOG_LEVEL=debug");
+  EXPECT_FALSE(has(quiet.err, "budget: llama-2-7b")) << quiet.err;
+  EXPECT_EQ(run("budget", "MO_LOG_LEVEL=chatty").code, 2);
 }
 
 TEST(Cli, NoSubcommandPrintsHelpAndExits2) {
