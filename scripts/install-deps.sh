@@ -7,7 +7,7 @@ debs=(
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
   libcpp-httplib-dev libopenblas-dev liblapacke-dev libeigen3-dev libpcre2-dev
-  python3 python3-pip
+  python3 python3-pip python3-venv
 )
 
 missing=()
@@ -23,4 +23,20 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all Debian packages present"
+fi
+
+# Python reference implementations for the tests, in a project-local venv (Debian's system Python
+# refuses pip installs outside one).
+cd "$(dirname "$0")/.."
+venv=.cache/venv
+req=scripts/requirements-test.txt
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+if ! cmp -s "$req" "$venv/requirements.installed" 2>/dev/null; then
+  echo "install-deps: installing Python test packages into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/requirements.installed"
+else
+  echo "install-deps: Python test packages present"
 fi
