@@ -61,6 +61,16 @@ ModelShape shape_from_gguf(const gguf::File& f) {
   hp.num_experts = f.get_int_opt(key("expert_count")).value_or(0);
   hp.num_experts_used = f.get_int_opt(key("expert_used_count")).value_or(0);
   if (hp.num_experts > 0) hp.arch = "mixtral";
+  hp.rms_norm_eps = f.get_number_opt(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
+  hp.rope_theta = f.get_number_opt(key("rope.freq_base")).value_or(10000.0);
+  if (auto* type = f.find(key("rope.scaling.type")); type && type->as_string() == "linear") {
+    hp.rope_scaling.type = "linear";
+    hp.rope_scaling.factor = f.get_number_opt(key("rope.scaling.factor")).value_or(1.0);
+  }
+  // llama.cpp stores llama3 rope scaling as precomputed per-frequency factors in a tensor.
+  if (f.find_tensor("rope_freqs.weight")) hp.rope_scaling.type = "llama3";
+  hp.bos_token_id = f.get_int_opt("tokenizer.ggml.bos_token_id").value_or(-1);
+  if (auto eos = f.get_int_opt("tokenizer.ggml.eos_token_id")) hp.eos_token_ids = {*eos};
   hp.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   hp.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   if (const auto* embd = f.find_tensor("token_embd.weight"); embd && embd->ne.size() >= 2) {

@@ -75,6 +75,50 @@ void apply_quantization_config(const json& q, ModelShape& shape, const std::stri
   }
 }
 
+double get_number(const json& c, const char* key, double fallback, const std::string& src) {
+  auto it = c.find(key);
+  if (it == c.end() || it->is_null()) return fallback;
+  if (!it->is_number()) throw UsageError(fmt::format("{}: key '{}': expected a number, got {}", src, key, it->dump()));
+  return it->get<double>();
+}
+
+RopeScaling parse_rope_scaling(const json& c, const std::string& src) {
+  RopeScaling r;
+  auto it = c.find("rope_scaling");
+  if (it == c.end() || it->is_null()) return r;
+  if (!it->is_object()) throw UsageError(fmt::format("{}: key 'rope_scaling': expected an object, got {}", src, it->dump()));
+  const json& rs = *it;
+  // Older configs name the kind "type", newer ones "rope_type".
+  std::string type = rs.value("rope_type", rs.value("type", std::string("default")));
+  if (type == "default") return r;
+  if (type != "linear" && type != "llama3") {
+    throw UsageError(fmt::format("{}: rope_scaling type '{}' is not supported (supported: linear, llama3)", src, type));
+  }
+  r.type = type;
+  r.factor = get_number(rs, "factor", 1.0, src);
+  if (type == "llama3") {
+    r.low_freq_factor = get_number(rs, "low_freq_factor", 1.0, src);
+    r.high_freq_factor = get_number(rs, "high_freq_factor", 4.0, src);
+    r.original_max_position_embeddings = get_int(rs, "original_max_position_embeddings", src);
+  }
+  return r;
+}
+
+std::vector<std::int64_t> parse_eos(const json& c, const std::string& src) {
+  auto it = c.find("eos_token_id");
+  if (it == c.end() || it->is_null()) return {};
+  if (it->is_number_integer()) return {it->get<std::int64_t>()};
+  std::vector<std::int64_t> out;
+  if (it->is_array()) {
+    for (const auto& v : *it) {
+      if (!v.is_number_integer()) throw UsageError(fmt::format("{}: key 'eos_token_id': expected integers, got {}", src, it->dump()));
+      out.push_back(v.get<std::int64_t>());
+    }
+    return out;
+  }
+  throw UsageError(fmt::format("{}: key 'eos_token_id': expected an integer or a list, got {}", src, it->dump()));
+}
+
 }  // namespace
 
 const char* supported_architectures() { return "llama (Llama 2/3, TinyLlama, SmolLM), mistral, qwen2, mixtral"; }
@@ -99,6 +143,11 @@ ModelShape shape_from_hf_config(const json& c, const std::string& src) {
   hp.context_length = get_int(c, "max_position_embeddings", src, 4096);
   hp.tied_embeddings = get_bool(c, "tie_word_embeddings", false, src);
   hp.qkv_bias = type == "qwen2" || get_bool(c, "attention_bias", false, src);
+  hp.rms_norm_eps = get_number(c, "rms_norm_eps", 1e-6, src);
+  hp.rope_theta = get_number(c, "rope_theta", 10000.0, src);
+  hp.rope_scaling = parse_rope_scaling(c, src);
+  hp.bos_token_id = get_int(c, "bos_token_id", src, -1);
+  hp.eos_token_ids = parse_eos(c, src);
   if (type == "mixtral") {
     hp.num_experts = get_int(c, "num_local_experts", src);
     hp.num_experts_used = get_int(c, "num_experts_per_tok", src);

@@ -35,6 +35,8 @@ bool is_quantizable_linear(Role r) {
   }
 }
 
+bool needs_qk_permute(const std::string& arch) { return arch == "llama" || arch == "mistral" || arch == "mixtral"; }
+
 std::uint64_t ModelShape::n_params() const {
   std::uint64_t n = 0;
   for (const auto& t : tensors) n += t.n_elements();

@@ -97,3 +97,48 @@ TEST(GgufShape, Stories260KHasItsPublishedShape) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(HfConfig, Llama31RopeScalingAndEosListAreRead) {
+  auto c = nlohmann::json::parse(R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "torch_dtype": "bfloat16"})");
+  auto s = mo::model::shape_from_hf_config(c, "config.json");
+  EXPECT_EQ(s.hp.rope_scaling.type, "llama3");
+  EXPECT_DOUBLE_EQ(s.hp.rope_scaling.factor, 8.0);
+  EXPECT_EQ(s.hp.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_DOUBLE_EQ(s.hp.rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(s.hp.rms_norm_eps, 1e-5);
+  EXPECT_EQ(s.hp.bos_token_id, 128000);
+  EXPECT_EQ(s.hp.eos_token_ids, (std::vector<std::int64_t>{128001, 128008, 128009}));
+}
+
+TEST(HfConfig, LinearRopeScalingAndUnsupportedKinds) {
+  auto c = nlohmann::json::parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 172,
+    "num_attention_heads": 8, "num_hidden_layers": 1, "vocab_size": 512, "rope_scaling": {"type": "linear", "factor": 4.0}})");
+  EXPECT_EQ(mo::model::shape_from_hf_config(c, "config.json").hp.rope_scaling.type, "linear");
+  c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  try {
+    mo::model::shape_from_hf_config(c, "config.json");
+    FAIL();
+  } catch (const mo::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "config.json: rope_scaling type 'yarn' is not supported (supported: linear, llama3)");
+  }
+}
+
+TEST(GgufShape, Stories260KNormAndRopeSettings) {
+  std::string path = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
+  if (!std::ifstream(path)) GTEST_SKIP() << path << " not found";
+  auto s = mo::budget::load_model_shape(path);
+  EXPECT_FLOAT_EQ(static_cast<float>(s.hp.rms_norm_eps), 1e-5f);  // stored as f32
+  EXPECT_DOUBLE_EQ(s.hp.rope_theta, 10000.0);                      // no rope.freq_base key: llama.cpp's default
+  EXPECT_EQ(s.hp.rope_scaling.type, "none");
+  EXPECT_EQ(s.hp.bos_token_id, 1);
+  EXPECT_EQ(s.hp.eos_token_ids, (std::vector<std::int64_t>{2}));
+}
+
+}  // namespace

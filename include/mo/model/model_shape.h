@@ -9,6 +9,16 @@
 
 namespace mo::model {
 
+// RoPE frequency scaling (HF rope_scaling): none, linear (positions divided by factor) or llama3
+// (per-frequency interpolation between low_freq_factor and high_freq_factor wavelengths).
+struct RopeScaling {
+  std::string type = "none";                        // none | linear | llama3
+  double factor = 1.0;
+  double low_freq_factor = 1.0;                     // llama3
+  double high_freq_factor = 4.0;                    // llama3
+  std::int64_t original_max_position_embeddings = 0;  // llama3
+};
+
 struct Hparams {
   std::string arch = "llama";          // llama | mistral | qwen2 | mixtral
   std::int64_t vocab_size = 0;
@@ -23,7 +33,16 @@ struct Hparams {
   std::int64_t num_experts_used = 0;   // experts each token goes through
   bool tied_embeddings = false;
   bool qkv_bias = false;               // Qwen2
+  double rms_norm_eps = 1e-5;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  std::int64_t bos_token_id = -1;      // -1 = none
+  std::vector<std::int64_t> eos_token_ids;
 };
+
+// Llama-style checkpoints store Q/K rows for rotate-half RoPE in HF and interleaved pairs in GGUF,
+// so converting between them permutes those rows; Qwen2 uses the same (NeoX) layout in both.
+bool needs_qk_permute(const std::string& arch);
 
 enum class Role { token_embd, output, norm, attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down, router, bias, other };
 const char* role_name(Role r);
