@@ -51,6 +51,7 @@ void bind_flags(Subcommand& sc) {
   for (const auto& f : sc.schema->fields()) {
     std::string names = option_names_for(f.key, sc.option_names);
     for (const auto& a : f.aliases) names += "," + option_names_for(a, sc.option_names);
+    if (f.positional) names += "," + f.key;  // CLI11: a name without dashes is positional
     std::string help = f.help;
     if (!f.choices.empty()) help += " (" + join(f.choices, "|") + ")";
     else if (f.min || f.max) help += " (" + f.expected() + ")";

@@ -105,14 +105,18 @@ void bind(Schema& s, GenerateConfig& c) {
 }
 
 void bind(Schema& s, ConvertConfig& c) {
-  s.add("model_path", &c.model_path, "input model: HF directory or .gguf file").placeholder("PATH");
-  s.add("output_path", &c.output_path, "output directory or .gguf file (must not exist)").placeholder("PATH");
-  s.add("output_format", &c.output_format, "what to write").one_of({"hf", "gguf"});
-  s.add("dtype", &c.dtype, "element type of the written weights").one_of({"f32", "f16", "bf16"});
+  s.add("model_path", &c.model_path, "input model: HF directory or .gguf file").placeholder("IN").as_positional();
+  s.add("output_path", &c.output_path, "output: a new directory (HF) or .gguf file").placeholder("OUT").as_positional();
+  s.add("output_format", &c.output_format, "what to write; auto = gguf when OUT ends in .gguf, else an HF directory").one_of({"auto", "hf", "gguf"});
+  s.add("dtype", &c.dtype, "element type of the written weights; auto = as stored (f16 for quantized GGUF input)").one_of({"auto", "f32", "f16", "bf16"});
+  s.add("force", &c.force, "replace OUT if it is an earlier output of model-optimizer (never the input)");
+  s.add("max_shard_size_mb", &c.max_shard_size_mb, "largest safetensors shard in MB").range(1, 1 << 20);
 }
 
 void bind(Schema& s, InspectConfig& c) {
-  s.add("model_path", &c.model_path, "model directory or .gguf file").placeholder("PATH");
+  s.add("model_path", &c.model_path, "model directory or .gguf file").placeholder("MODEL").as_positional();
+  s.add("tokenize", &c.tokenize, "print the token ids of TEXT (one line, space-separated)").placeholder("TEXT");
+  s.add("detokenize", &c.detokenize, "print the text of the space-separated token IDS").placeholder("IDS");
   s.add("json", &c.json, "print as JSON");
 }
 

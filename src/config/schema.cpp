@@ -62,6 +62,11 @@ Field& Field::alias(std::string name) {
   return *this;
 }
 
+Field& Field::as_positional() {
+  positional = true;
+  return *this;
+}
+
 Field& Field::placeholder(std::string name) {
   value_name = std::move(name);
   return *this;

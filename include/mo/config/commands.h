@@ -112,15 +112,19 @@ struct GenerateConfig {
 void bind(Schema& s, GenerateConfig& c);
 
 struct ConvertConfig {
-  std::string model_path;
-  std::string output_path;
-  std::string output_format = "hf";              // hf | gguf
-  std::string dtype = "f16";                     // f32 | f16 | bf16
+  std::string model_path;                        // input: HF directory or .gguf file
+  std::string output_path;                       // new directory (HF) or .gguf file; must not exist
+  std::string output_format = "auto";            // auto (from output_path: .gguf or a directory) | hf | gguf
+  std::string dtype = "auto";                    // auto (F16 for quantized input, else as stored) | f32 | f16 | bf16
+  bool force = false;                            // replace an earlier output of ours (never the input)
+  std::int64_t max_shard_size_mb = 5000;         // safetensors shard size
 };
 void bind(Schema& s, ConvertConfig& c);
 
 struct InspectConfig {
-  std::string model_path;
+  std::string model_path;                        // HF directory or .gguf file
+  std::string tokenize;                          // print the ids of this text
+  std::string detokenize;                        // print the text of these space-separated ids
   bool json = false;
 };
 void bind(Schema& s, InspectConfig& c);
