@@ -1,0 +1,47 @@
+#pragma once
+// A fixed pool of worker threads for the hot loops: parallel_for splits [begin, end) into one
+// contiguous chunk per thread (static partition, so results never depend on timing).
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mo {
+
+class ThreadPool {
+ public:
+  // n_threads <= 0: one per hardware thread.
+  explicit ThreadPool(int n_threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }  // workers + the calling thread
+
+  // Calls fn(chunk_begin, chunk_end, thread_index) for contiguous chunks covering [begin, end), at
+  // most one per thread, and returns when all are done. Chunks are at least `grain` items. The first
+  // exception thrown by fn is rethrown here. Not reentrant: fn must not call parallel_for.
+  void parallel_for(std::int64_t begin, std::int64_t end, const std::function<void(std::int64_t, std::int64_t, int)>& fn,
+                    std::int64_t grain = 1);
+
+ private:
+  void worker(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(std::int64_t, std::int64_t, int)>* job_ = nullptr;
+  std::vector<std::pair<std::int64_t, std::int64_t>> chunks_;
+  std::uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+// The process-wide pool used by the engine; sized by set_default_threads() (the --threads flag).
+ThreadPool& default_pool();
+void set_default_threads(int n_threads);
+
+}  // namespace mo

@@ -1,0 +1,45 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+#include <stdexcept>
+
+#include "mo/core/thread_pool.h"
+
+namespace {
+
+TEST(ThreadPool, CoversTheRangeExactlyOnce) {
+  mo::ThreadPool pool(4);
+  for (std::int64_t n : {0, 1, 3, 4, 5, 1000, 12345}) {
+    std::vector<std::atomic<int>> hits(n);
+    pool.parallel_for(0, n, [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << n << " " << i;
+  }
+}
+
+TEST(ThreadPool, ChunksAreDeterministicAndRespectGrain) {
+  mo::ThreadPool pool(3);
+  std::vector<std::pair<std::int64_t, std::int64_t>> seen(3);
+  pool.parallel_for(10, 40, [&](std::int64_t b, std::int64_t e, int t) { seen[t] = {b, e}; });
+  EXPECT_EQ(seen[0], (std::pair<std::int64_t, std::int64_t>{10, 20}));
+  EXPECT_EQ(seen[2], (std::pair<std::int64_t, std::int64_t>{30, 40}));
+  int calls = 0;
+  pool.parallel_for(0, 10, [&](std::int64_t, std::int64_t, int) { ++calls; }, 100);  // one chunk: grain > n
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(ThreadPool, RethrowsTheWorkersException) {
+  mo::ThreadPool pool(4);
+  EXPECT_THROW(pool.parallel_for(0, 100, [](std::int64_t b, std::int64_t, int) {
+    if (b > 0) throw std::runtime_error("boom");
+  }), std::runtime_error);
+  std::atomic<std::int64_t> sum{0};
+  pool.parallel_for(0, 100, [&](std::int64_t b, std::int64_t e, int) {
+    for (auto i = b; i < e; ++i) sum += i;
+  });
+  EXPECT_EQ(sum.load(), 4950);  // still usable after an exception
+}
+
+}  // namespace
