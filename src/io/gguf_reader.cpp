@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <new>
 #include <numeric>
 #include <unordered_set>
 
@@ -26,6 +28,9 @@ constexpr int kMaxArrayDepth = 8;
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;
 constexpr uint32_t kLastValueType = static_cast<uint32_t>(ValueType::f64);
+// Counts are only bounded by the bytes left, and a Value takes ~50 bytes for each 1-byte element, so
+// containers grow with what is actually parsed instead of being reserved to a declared count.
+constexpr uint64_t kMaxReserve = 1 << 16;
 
 // Smallest encoding of one value, in bytes; an array count above remaining / this is impossible.
 uint64_t min_encoded_size(ValueType type) {
@@ -63,6 +68,19 @@ std::string printable_magic(const uint8_t* p) {
   return out;
 }
 
+// A key or tensor name as it appears in messages: control bytes escaped (a corrupt name may hold NULs,
+// which would cut what() short) and long names shortened.
+std::string shown(std::string_view name) {
+  constexpr std::size_t kMaxShown = 80;
+  std::string out;
+  for (std::size_t i = 0; i < name.size() && i < kMaxShown; ++i) {
+    const unsigned char c = name[i];
+    out += (c < 0x20 || c == 0x7f) ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
+  }
+  if (name.size() > kMaxShown) out += fmt::format("... ({} bytes)", name.size());
+  return out;
+}
+
 class Parser {
  public:
   Parser(const std::string& path, const uint8_t* data, std::size_t size) : path_(path), data_(data), size_(size) {}
@@ -71,9 +89,13 @@ class Parser {
     File file;
     file.path = path_;
     file.alignment = kDefaultAlignment;
-    read_header(file);
-    read_metadata_entries(file);
-    read_tensor_infos(file);
+    try {
+      read_header(file);
+      read_metadata_entries(file);
+      read_tensor_infos(file);
+    } catch (const std::bad_alloc&) {
+      fail(fmt::format("out of memory at offset {} while reading the metadata", pos_));
+    }
     check_tensor_data(file);
     return file;
   }
@@ -110,7 +132,7 @@ class Parser {
 
   void read_header(File& file) {
     if (size_ >= 4 && std::memcmp(data_, "GGUF", 4) != 0) {
-      fail(fmt::format("not a GGUF file (magic '{}')", printable_magic(data_)));
+      fail(fmt::format("not a GGUF file (magic '{}' at offset 0)", printable_magic(data_)));
     }
     need(4, "the magic");
     pos_ = 4;
@@ -135,24 +157,27 @@ class Parser {
   }
 
   void read_metadata_entries(File& file) {
-    file.metadata.reserve(n_kv_);
+    file.metadata.reserve(std::min(n_kv_, kMaxReserve));
     std::unordered_set<std::string> seen;
     for (uint64_t i = 0; i < n_kv_; ++i) {
       const uint64_t key_at = pos_;
       std::string key = read_string(fmt::format("the key of metadata entry {}", i));
       if (key.empty()) fail(fmt::format("metadata entry {} at offset {} has an empty key", i, key_at));
-      if (!seen.insert(key).second) fail(fmt::format("duplicate metadata key '{}' at offset {}", key, key_at));
+      if (!seen.insert(key).second) fail(fmt::format("duplicate metadata key '{}' at offset {}", shown(key), key_at));
 
       const uint64_t type_at = pos_;
-      const auto type = read<uint32_t>(fmt::format("the type of key '{}'", key));
-      Value value = read_value(checked_type(type, key, type_at), key, 0, fmt::format("the value of key '{}'", key));
+      const auto type = read<uint32_t>(fmt::format("the type of key '{}'", shown(key)));
+      Value value =
+          read_value(checked_type(type, key, type_at), key, 0, fmt::format("the value of key '{}'", shown(key)));
       if (key == "general.alignment") file.alignment = checked_alignment(value, key_at);
       file.metadata.emplace_back(std::move(key), std::move(value));
     }
   }
 
   ValueType checked_type(uint32_t type, const std::string& key, uint64_t at) const {
-    if (type > kLastValueType) fail(fmt::format("key '{}' has unknown value type {} at offset {}", key, type, at));
+    if (type > kLastValueType) {
+      fail(fmt::format("key '{}' has unknown value type {} at offset {}", shown(key), type, at));
+    }
     return static_cast<ValueType>(type);
   }
 
@@ -194,38 +219,42 @@ class Parser {
 
   void read_array(Value& v, const std::string& key, int depth, const std::string& what) {
     if (depth >= kMaxArrayDepth) {
-      fail(fmt::format("key '{}' nests arrays more than {} deep at offset {}", key, kMaxArrayDepth, pos_));
+      fail(fmt::format("key '{}' nests arrays more than {} deep at offset {}", shown(key), kMaxArrayDepth, pos_));
     }
     const uint64_t elem_at = pos_;
     v.elem_type = checked_type(read<uint32_t>(what), key, elem_at);
     const uint64_t count_at = pos_;
     const auto count = read<uint64_t>(what);
-    const std::string elems_what = fmt::format("the value of key '{}' ({})", key, describe_array(v.elem_type, count));
+    const std::string elems_what =
+        fmt::format("the value of key '{}' ({})", shown(key), describe_array(v.elem_type, count));
     if (count > remaining() / min_encoded_size(v.elem_type)) {
       fail(fmt::format("truncated at offset {} while reading {}: {} elements cannot fit in the {} bytes left",
                        count_at, elems_what, count, remaining()));
     }
     std::vector<Value> elems;
-    elems.reserve(count);
+    elems.reserve(std::min(count, kMaxReserve));
     for (uint64_t i = 0; i < count; ++i) elems.push_back(read_value(v.elem_type, key, depth + 1, elems_what));
     v.data = std::move(elems);
   }
 
   void read_tensor_infos(File& file) {
-    file.tensors.reserve(n_tensors_);
-    info_offsets_.reserve(n_tensors_);
+    file.tensors.reserve(std::min(n_tensors_, kMaxReserve));
+    info_offsets_.reserve(std::min(n_tensors_, kMaxReserve));
     std::unordered_set<std::string> seen;
     for (uint64_t i = 0; i < n_tensors_; ++i) {
       const uint64_t info_at = pos_;
       TensorInfo t;
       t.name = read_string(fmt::format("the name of tensor {}", i));
-      if (!seen.insert(t.name).second) fail(fmt::format("duplicate tensor name '{}' at offset {}", t.name, info_at));
-      const std::string what = fmt::format("the info of tensor '{}'", t.name);
+      if (!seen.insert(t.name).second) {
+        fail(fmt::format("duplicate tensor name '{}' at offset {}", shown(t.name), info_at));
+      }
+      const std::string what = fmt::format("the info of tensor '{}'", shown(t.name));
 
       const uint64_t dims_at = pos_;
       const auto n_dims = read<uint32_t>(what);
       if (n_dims > kMaxDims) {
-        fail(fmt::format("tensor '{}' has {} dimensions at offset {} (at most {})", t.name, n_dims, dims_at, kMaxDims));
+        fail(fmt::format("tensor '{}' has {} dimensions at offset {} (at most {})", shown(t.name), n_dims, dims_at,
+                         kMaxDims));
       }
       read_shape(t, n_dims, what);
 
@@ -246,10 +275,13 @@ class Parser {
     for (uint32_t d = 0; d < n_dims; ++d) {
       const uint64_t at = pos_;
       const auto ne = read<uint64_t>(what);
-      if (ne > kMax) fail(fmt::format("tensor '{}' dimension {} is {} at offset {}, above INT64_MAX", t.name, d, ne, at));
+      if (ne > kMax) {
+        fail(fmt::format("tensor '{}' dimension {} is {} at offset {}, above INT64_MAX", shown(t.name), d, ne, at));
+      }
       zero = zero || ne == 0;
       if (!zero && ne > 1 && n_elements > kMax / ne) {
-        fail(fmt::format("tensor '{}' has more than INT64_MAX elements (dimension {} at offset {})", t.name, d, at));
+        fail(fmt::format("tensor '{}' has more than INT64_MAX elements (dimension {} at offset {})", shown(t.name), d,
+                         at));
       }
       if (!zero) n_elements *= ne;
       t.ne.push_back(ne);
@@ -258,15 +290,19 @@ class Parser {
 
   void check_tensor_type(const TensorInfo& t, uint64_t at) const {
     const GgmlTypeInfo* info = ggml_type_info(t.type);
-    if (info == nullptr) fail(fmt::format("tensor '{}' has unknown ggml type {} at offset {}", t.name, t.type, at));
+    if (info == nullptr) {
+      fail(fmt::format("tensor '{}' has unknown ggml type {} at offset {}", shown(t.name), t.type, at));
+    }
     const uint64_t row = t.ne.empty() ? 1 : t.ne[0];
     if (row % info->block_size != 0) {
-      fail(fmt::format("tensor '{}' of type {} at offset {} has rows of {} weights, not a multiple of its block size {}",
-                       t.name, info->name, at, row, info->block_size));
+      fail(fmt::format("tensor '{}' of type {} at offset {} has rows of {} weights, not a multiple of its block "
+                       "size {}",
+                       shown(t.name), info->name, at, row, info->block_size));
     }
     const uint64_t blocks = t.n_elements() / info->block_size;
     if (blocks > std::numeric_limits<uint64_t>::max() / info->type_size) {
-      fail(fmt::format("tensor '{}' at offset {} is too large: its size in bytes overflows 64 bits", t.name, at));
+      fail(fmt::format("tensor '{}' at offset {} is too large: its size in bytes overflows 64 bits", shown(t.name),
+                       at));
     }
   }
 
@@ -282,14 +318,14 @@ class Parser {
     for (std::size_t i = 0; i < file.tensors.size(); ++i) {
       const TensorInfo& t = file.tensors[i];
       if (t.offset % file.alignment != 0) {
-        fail(fmt::format("tensor '{}' has data offset {} at offset {}, not a multiple of the alignment {}", t.name,
-                         t.offset, info_offsets_[i], file.alignment));
+        fail(fmt::format("tensor '{}' has data offset {} at offset {}, not a multiple of the alignment {}",
+                         shown(t.name), t.offset, info_offsets_[i], file.alignment));
       }
       const uint64_t n = t.n_bytes();
       if (t.offset > data_size || n > data_size - t.offset) {
         fail(fmt::format("tensor '{}' (offset field at offset {}) has {} bytes of data at data offset {}, past the end "
                          "of the file ({} bytes, data section from offset {})",
-                         t.name, info_offsets_[i], n, t.offset, size_, file.data_offset));
+                         shown(t.name), info_offsets_[i], n, t.offset, size_, file.data_offset));
       }
     }
     check_overlaps(file);
@@ -307,8 +343,8 @@ class Parser {
       if (prev != nullptr && t.offset < prev->offset + prev->n_bytes()) {
         fail(fmt::format("tensors '{}' and '{}' overlap: data offsets [{}, {}) and [{}, {}) (offset field of '{}' at "
                          "offset {})",
-                         prev->name, t.name, prev->offset, prev->offset + prev->n_bytes(), t.offset,
-                         t.offset + t.n_bytes(), t.name, info_offsets_[i]));
+                         shown(prev->name), shown(t.name), prev->offset, prev->offset + prev->n_bytes(), t.offset,
+                         t.offset + t.n_bytes(), shown(t.name), info_offsets_[i]));
       }
       prev = &t;
     }
@@ -343,6 +379,47 @@ std::string type_name(ValueType type) {
   }
   return "type " + std::to_string(static_cast<uint32_t>(type));
 }
+
+Value Value::u8(uint8_t v) { return {ValueType::u8, ValueType::u8, uint64_t{v}}; }
+Value Value::i8(int8_t v) { return {ValueType::i8, ValueType::i8, int64_t{v}}; }
+Value Value::u16(uint16_t v) { return {ValueType::u16, ValueType::u16, uint64_t{v}}; }
+Value Value::i16(int16_t v) { return {ValueType::i16, ValueType::i16, int64_t{v}}; }
+Value Value::u32(uint32_t v) { return {ValueType::u32, ValueType::u32, uint64_t{v}}; }
+Value Value::i32(int32_t v) { return {ValueType::i32, ValueType::i32, int64_t{v}}; }
+Value Value::u64(uint64_t v) { return {ValueType::u64, ValueType::u64, v}; }
+Value Value::i64(int64_t v) { return {ValueType::i64, ValueType::i64, v}; }
+Value Value::f32(float v) { return {ValueType::f32, ValueType::f32, double{v}}; }
+Value Value::f64(double v) { return {ValueType::f64, ValueType::f64, v}; }
+Value Value::boolean(bool v) { return {ValueType::boolean, ValueType::boolean, v}; }
+Value Value::str(std::string v) { return {ValueType::string, ValueType::string, std::move(v)}; }
+
+Value Value::array(ValueType elem_type, std::vector<Value> elems) {
+  for (std::size_t i = 0; i < elems.size(); ++i) {
+    if (elems[i].type != elem_type) {
+      throw Error(fmt::format("array of {}: element {} is {}", type_name(elem_type), i, describe(elems[i])));
+    }
+  }
+  return {ValueType::array, elem_type, std::move(elems)};
+}
+
+namespace {
+
+template <typename T, typename Make>
+Value array_of(ValueType elem_type, std::span<const T> v, Make make) {
+  std::vector<Value> elems;
+  elems.reserve(v.size());
+  for (const T& x : v) elems.push_back(make(x));
+  return {ValueType::array, elem_type, std::move(elems)};
+}
+
+}  // namespace
+
+Value Value::array_of_strings(const std::vector<std::string>& v) {
+  return array_of(ValueType::string, std::span<const std::string>(v), [](const std::string& s) { return str(s); });
+}
+Value Value::array_of_f32(std::span<const float> v) { return array_of(ValueType::f32, v, f32); }
+Value Value::array_of_i32(std::span<const int32_t> v) { return array_of(ValueType::i32, v, i32); }
+Value Value::array_of_u32(std::span<const uint32_t> v) { return array_of(ValueType::u32, v, u32); }
 
 bool Value::is_int() const { return std::holds_alternative<uint64_t>(data) || std::holds_alternative<int64_t>(data); }
 
@@ -446,9 +523,30 @@ const TensorInfo* File::find_tensor(std::string_view name) const {
   return nullptr;
 }
 
+std::span<const uint8_t> File::tensor_bytes(const TensorInfo& tensor) const {
+  if (mapping == nullptr) {
+    throw Error(fmt::format("{}: tensor '{}': the file is not mapped", path, shown(tensor.name)));
+  }
+  uint64_t n = 0;
+  try {
+    n = tensor.n_bytes();
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: tensor '{}': {}", path, shown(tensor.name), e.what()));
+  }
+  const uint64_t size = mapping->size();
+  if (data_offset > size || tensor.offset > size - data_offset || n > size - data_offset - tensor.offset) {
+    throw Error(fmt::format("{}: tensor '{}' has {} bytes of data at data offset {}, outside the file ({} bytes, data "
+                            "section from offset {})",
+                            path, shown(tensor.name), n, tensor.offset, size, data_offset));
+  }
+  return {mapping->data() + data_offset + tensor.offset, static_cast<std::size_t>(n)};
+}
+
 File read_metadata(const std::string& path) {
-  const MappedFile mapped(path);
-  return Parser(path, mapped.data(), mapped.size()).parse();
+  auto mapped = std::make_shared<const MappedFile>(path);
+  File file = Parser(path, mapped->data(), mapped->size()).parse();
+  file.mapping = std::move(mapped);
+  return file;
 }
 
 }  // namespace mo::gguf
