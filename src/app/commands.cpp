@@ -38,10 +38,9 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   out.push_back(make_budget_command());
   out.push_back(std::make_unique<PlannedCommand<config::EvalConfig>>(
       "eval", "perplexity, KL divergence, task accuracy, latency and peak memory of a model or a pair"));
-  out.push_back(std::make_unique<PlannedCommand<config::GenerateConfig>>("generate", "generate text from a prompt"));
-  out.push_back(std::make_unique<PlannedCommand<config::ConvertConfig>>("convert", "convert between HF safetensors and GGUF"));
-  out.push_back(std::make_unique<PlannedCommand<config::InspectConfig>>(
-      "inspect", "show a model's architecture, tensors, formats and quantization summary"));
+  out.push_back(make_generate_command());
+  out.push_back(make_convert_command());
+  out.push_back(make_inspect_command());
   return out;
 }
 

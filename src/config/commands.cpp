@@ -92,15 +92,27 @@ void bind(Schema& s, EvalConfig& c) {
 }
 
 void bind(Schema& s, GenerateConfig& c) {
-  s.add("model_path", &c.model_path, "model to run").placeholder("PATH");
-  s.add("prompt", &c.prompt, "prompt text");
-  s.add("max_tokens", &c.max_tokens, "tokens to generate").range(1, 1 << 24);
-  s.add("temperature", &c.temperature, "sampling temperature; 0 = greedy").range(0, 100);
-  s.add("top_k", &c.top_k, "keep the k most likely tokens; 0 = all").range(0, 1 << 24);
-  s.add("top_p", &c.top_p, "nucleus sampling mass").range(0, 1);
-  s.add("seed", &c.seed, "sampling seed");
-  s.add("chat", &c.chat, "wrap the prompt in the model's chat template");
-  s.add("device", &c.device, "compute device").one_of(kDevices);
+  s.add("model_path", &c.model_path, "model to run: HF directory or .gguf file (a budget preset with --load-format dummy)")
+      .placeholder("MODEL").as_positional();
+  s.add("prompt", &c.prompt, "prompt text; empty = start from BOS");
+  s.add("chat", &c.chat, "send the prompt as a user message through the model's chat template");
+  s.add("system", &c.system, "system message for --chat");
+  s.add("max_tokens", &c.max_tokens, "tokens to generate at most").range(1, 1 << 24);
+  s.add("temperature", &c.temperature, "sampling temperature; 0 = greedy").range(0, 2);
+  s.add("top_k", &c.top_k, "keep the k most likely tokens; 0 = all").range(-1, 1 << 24);
+  s.add("top_p", &c.top_p, "nucleus sampling mass").range(1e-9, 1);
+  s.add("min_p", &c.min_p, "drop tokens below min_p x the top probability").range(0, 1);
+  s.add("repetition_penalty", &c.repetition_penalty, "penalty for tokens already in prompt or output (1 = off)").range(1e-3, 10);
+  s.add("presence_penalty", &c.presence_penalty, "subtracted from tokens present in the output").range(-2, 2);
+  s.add("frequency_penalty", &c.frequency_penalty, "subtracted per occurrence in the output").range(-2, 2);
+  s.add("stop", &c.stop, "stop strings (comma-separated on the command line)");
+  s.add("ignore_eos", &c.ignore_eos, "keep generating past the end-of-sequence token");
+  s.add("seed", &c.seed, "sampling seed (same seed, same output)").range(0, 9.2e18);
+  s.add("block_size", &c.block_size, "tokens per KV-cache block (8, 16 or 32)").range(8, 32);
+  s.add("kv_cache_dtype", &c.kv_cache_dtype, "KV-cache element type").one_of({"f16", "f32"});
+  s.add("load_format", &c.load_format, "auto = read the model; dummy = random weights with a budget preset's shapes").one_of({"auto", "dummy"});
+  s.add("dummy_type", &c.dummy_type, "weight type for --load-format dummy").one_of({"f32", "f16", "bf16", "q4_0", "q8_0"});
+  s.add("device", &c.device, "compute device (this version runs on the CPU)").one_of({"auto", "cpu"});
   s.add("threads", &c.threads, "CPU threads; 0 = all cores").range(0, 1024);
 }
 

@@ -98,14 +98,25 @@ struct EvalConfig {
 void bind(Schema& s, EvalConfig& c);
 
 struct GenerateConfig {
-  std::string model_path;
-  std::string prompt;
+  std::string model_path;                        // HF directory or .gguf file (a budget preset with load_format dummy)
+  std::string prompt;                            // empty = start from BOS alone
+  bool chat = false;                             // send the prompt as a user message through the chat template
+  std::string system;                            // system message for --chat
   std::int64_t max_tokens = 128;
   double temperature = 0;                        // 0 = greedy
-  std::int64_t top_k = 0;
+  std::int64_t top_k = 0;                        // 0 = all tokens
   double top_p = 1.0;
+  double min_p = 0.0;
+  double repetition_penalty = 1.0;
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+  std::vector<std::string> stop;                 // stop strings
+  bool ignore_eos = false;
   std::int64_t seed = 0;
-  bool chat = false;                             // wrap the prompt in the model's chat template
+  std::int64_t block_size = 16;                  // KV-cache block size
+  std::string kv_cache_dtype = "f16";            // f16 | f32
+  std::string load_format = "auto";              // auto | dummy (random weights with a preset's shapes)
+  std::string dummy_type = "f16";                // weight type for load_format dummy
   std::string device = "auto";
   std::int64_t threads = 0;
 };

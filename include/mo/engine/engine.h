@@ -1,0 +1,59 @@
+#pragma once
+// The model math, written once: a forward step over a flat, ragged batch of tokens from many
+// sequences (some prefilling, some decoding), each with its own positions and paged KV blocks.
+// Quantizers use the per-layer entry points; evaluators and the server use forward().
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "mo/core/thread_pool.h"
+#include "mo/engine/kv_layout.h"
+#include "mo/engine/kv_storage.h"
+#include "mo/engine/weights.h"
+
+namespace mo::engine {
+
+// One sequence's share of a forward step.
+struct SeqChunk {
+  std::span<const std::int32_t> tokens;  // the new tokens of this step
+  std::int32_t start_pos = 0;            // position of tokens[0] in the sequence
+  std::span<const int> slots;            // KV slot of each new token (KvCacheManager::append)
+  std::span<const int> block_table;      // the sequence's blocks, covering start_pos + tokens.size() positions
+  bool all_logits = false;               // logits for every new token (perplexity), else only the last
+};
+
+enum class LinearId { q, k, v, o, gate, up, down };
+const char* linear_name(LinearId id);  // "q_proj", ..., "down_proj" (HF names)
+
+// Called with the input of each linear sub-layer: x is [n, dim] f32.
+using LinearObserver = std::function<void(int layer, LinearId which, const float* x, std::int64_t n, std::int64_t dim)>;
+
+class Engine {
+ public:
+  Engine(ModelWeights weights, ThreadPool& pool);
+
+  const model::Hparams& hparams() const { return w_.hp; }
+  const ModelWeights& weights() const { return w_; }
+  ModelWeights& mutable_weights() { return w_; }
+  KvLayout kv_layout(int block_size = 16, KvDtype dtype = KvDtype::f16) const;
+
+  // Runs all layers over the chunks' tokens, writing their K/V into `kv`, and returns the logits
+  // [rows, vocab] of the tokens asked for, in chunk order.
+  std::vector<float> forward(std::span<const SeqChunk> chunks, KvStorage& kv);
+
+  // Per-layer access (no KV cache): one causal sequence of n tokens at positions 0..n-1 (start_pos
+  // must be 0: the block attends only to itself).
+  void embed(std::span<const std::int32_t> tokens, float* hidden) const;                     // hidden: [n, hidden_size]
+  void run_layer(int layer, float* hidden, std::int64_t n, std::int32_t start_pos, const LinearObserver* observer = nullptr);
+  void logits(const float* hidden, std::int64_t n, float* out);                              // out: [n, vocab]
+
+ private:
+  void layer_step(int layer, int kv_layer, float* hidden, std::int64_t n_tokens, std::span<const SeqChunk> chunks,
+                  KvStorage& kv, const LinearObserver* observer);
+
+  ModelWeights w_;
+  ThreadPool& pool_;
+};
+
+}  // namespace mo::engine

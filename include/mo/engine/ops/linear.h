@@ -1,0 +1,27 @@
+#pragma once
+// y = x · Wᵀ for a weight matrix in any stored format: the one entry point the model math uses for
+// every linear layer. CPU: rows of W are decoded (dequantized) one at a time into a thread-local
+// buffer and dotted with every token, so memory stays at the file size.
+#include <cstdint>
+
+#include "mo/core/thread_pool.h"
+#include "mo/engine/weights.h"
+
+namespace mo::ops {
+
+// x: [n, w.cols] f32, y: [n, w.rows] f32 (overwritten).
+void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool);
+
+// One row of an embedding-style matrix (row `r` of w) decoded into out[0, w.cols).
+void matrix_row(const engine::Matrix& w, std::int64_t r, float* out);
+
+// Dot product of two f32 vectors with the fastest kernel this CPU has (AVX-512, AVX2 or scalar).
+float dot_f32(const float* a, const float* b, std::int64_t n);
+
+// Which dot kernel dot_f32 uses; tests force `scalar` to compare against the SIMD paths.
+enum class SimdLevel { scalar, avx2, avx512 };
+SimdLevel simd_level();
+void set_simd_level(SimdLevel level);  // clamped to what the CPU supports
+const char* simd_level_name(SimdLevel level);
+
+}  // namespace mo::ops
