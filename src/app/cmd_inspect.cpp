@@ -55,7 +55,7 @@ class InspectCommand : public Command {
     }
     if (!cfg_.detokenize.empty()) {
       auto t = load_tokenizer(m);
-      std::cout << t->decode(parse_ids(cfg_.detokenize, *t), false) << "\n";
+      std::cout << t->decode(parse_ids(cfg_.detokenize, *t), true) << "\n";
       return 0;
     }
     nlohmann::json d = inspect::describe(m);

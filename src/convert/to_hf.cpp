@@ -35,6 +35,7 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
   const model::Hparams& hp = in.shape().hp;
   const bool permute = model::needs_qk_permute(hp.arch);
   std::map<std::uint32_t, std::uint64_t> bytes_by_type;
+  std::map<std::string, int> dequantized;  // "q4_1 to float16" -> tensors
   std::vector<std::vector<std::uint8_t>> buffers;  // owns converted bytes until written
   std::vector<st::TensorData> out;
   buffers.reserve(in.tensors().size());
@@ -46,7 +47,7 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
     }
     const bool is_float = t.ggml_type && (*t.ggml_type == kF32 || *t.ggml_type == kF16 || *t.ggml_type == kBF16);
     const std::uint32_t target = opt.dtype != "auto" ? float_type_from_name(opt.dtype) : is_float ? *t.ggml_type : kF16;
-    if (!is_float) report.notes.push_back(fmt::format("{}: {} dequantized to {}", t.name, t.dtype, torch_dtype_name(target)));
+    if (!is_float) dequantized[fmt::format("{} to {}", t.dtype, torch_dtype_name(target))] += 1;
     std::vector<std::uint8_t> bytes = to_float_type(t, target);
     if (permute && model::is_qk_tensor(t.name)) {
       std::vector<std::uint8_t> permuted(bytes.size());
@@ -68,6 +69,7 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
     out.push_back(std::move(d));
   }
   if (out.empty()) throw Error(fmt::format("{}: no tensors to write", in.path()));
+  for (const auto& [what, count] : dequantized) report.notes.push_back(fmt::format("{} tensors dequantized from {}", count, what));
 
   fs::create_directories(dir);
   st::write_sharded(dir, out, opt.max_shard_bytes, {{"format", "pt"}});

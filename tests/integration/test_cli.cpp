@@ -66,6 +66,37 @@ TEST(Cli, VersionNamesCommitBuildCudaAndSimd) {
   for (const char* part : {"model-optimizer 0.", "git commit:", "build type:", "cuda:", "simd:"}) EXPECT_TRUE(has(r.out, part)) << r.out;
 }
 
+TEST(Cli, ConvertInspectAndGenerateOnStories260K) {
+  const std::string model = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " not found";
+  const auto dir = std::filesystem::temp_directory_path() / ("mo_cli_convert_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string hf = (dir / "hf").string();
+  auto conv = run("convert " + model + " " + hf);
+  EXPECT_EQ(conv.code, 0) << conv.err;
+  EXPECT_TRUE(has(conv.out, "48 tensors")) << conv.out;
+  auto again = run("convert " + model + " " + hf);
+  EXPECT_EQ(again.code, 2);
+  EXPECT_TRUE(has(again.err, "already exists")) << again.err;
+
+  auto info = nlohmann::json::parse(run("inspect " + hf + " --json").out);
+  EXPECT_EQ(info["architecture"]["layers"], 5);
+  EXPECT_EQ(info["parameters"], 292800);
+  EXPECT_EQ(info["tokenizer"]["vocab_size"], 512);
+  auto ids = run("inspect " + model + " --tokenize 'Once upon a time'");
+  EXPECT_EQ(ids.out, run("inspect " + hf + " --tokenize 'Once upon a time'").out);
+  EXPECT_EQ(run("inspect " + model + " --detokenize '" + ids.out.substr(0, ids.out.size() - 1) + "'").out, "Once upon a time\n");
+  EXPECT_EQ(run("inspect " + model + " --detokenize '1 99999'").code, 2);
+
+  auto gen = run("generate " + hf + " --max-tokens 60");
+  EXPECT_EQ(gen.code, 0) << gen.err;
+  EXPECT_EQ(gen.out, "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, "
+                     "red ball. She wanted to play with it, but it was too high");
+  EXPECT_TRUE(has(gen.err, "generated tokens: 60")) << gen.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, UnbuiltCommandSaysSoAndExits2) {
   auto r = run("serve --model_path x");
   EXPECT_EQ(r.code, 2);

@@ -87,6 +87,28 @@ TEST_F(ConvertTest, F16OutputDequantizesAndRoundsEveryTensor) {
   EXPECT_EQ(mo::io::read_json((fs::path(hf) / "config.json").string())["torch_dtype"], "float16");
 }
 
+TEST_F(ConvertTest, F16GgufRoundTripIsBitExact) {
+  // F32 GGUF -> HF -> F16 GGUF gives an F16 model; that one through HF and back must not change a bit.
+  const std::string hf = (dir_ / "hf").string(), f16 = (dir_ / "f16.gguf").string();
+  const std::string hf2 = (dir_ / "hf2").string(), back = (dir_ / "back.gguf").string();
+  mo::convert::convert_model(kStories, hf, {});
+  mo::convert::ConvertOptions to_f16;
+  to_f16.dtype = "f16";
+  mo::convert::convert_model(hf, f16, to_f16);
+  mo::convert::convert_model(f16, hf2, {});
+  mo::convert::convert_model(hf2, back, {});
+  auto a = mo::gguf::read_metadata(f16), b = mo::gguf::read_metadata(back);
+  EXPECT_EQ(a.get_int("general.file_type"), 1);  // MOSTLY_F16
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (const auto& t : a.tensors) {
+    const auto* u = b.find_tensor(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(u->type, t.type) << t.name;
+    auto x = a.tensor_bytes(t), y = b.tensor_bytes(*u);
+    EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << t.name;
+  }
+}
+
 TEST_F(ConvertTest, NeverOverwritesWhatTheUserHad) {
   const fs::path mine = dir_ / "mine";
   fs::create_directories(mine);
