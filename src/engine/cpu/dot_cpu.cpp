@@ -4,6 +4,9 @@
 
 #include "mo/engine/ops/linear.h"
 
+// GCC 12 warns about the deliberately undefined upper lanes inside _mm512_reduce_add_ps.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace mo::ops {
 namespace {
 

@@ -1,28 +1,51 @@
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "mo/engine/ops/linear.h"
+#include "mo/io/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
+#include "qdot.h"
 
 namespace mo::ops {
 
 void matrix_row(const engine::Matrix& w, std::int64_t r, float* out) { gguf::dequantize_row(w.type, w.row(r), out, w.cols); }
 
-void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool) {
+namespace {
+
+// Types without a fused kernel: each row is decoded once into a thread-local buffer and dotted
+// with every token.
+void linear_by_rows(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool) {
   const std::int64_t in = w.cols, out = w.rows;
-  // Rows of W split across threads; each thread decodes a row once and dots it with every token.
   pool.parallel_for(0, out, [&](std::int64_t r0, std::int64_t r1, int) {
     thread_local std::vector<float> row;
     if (static_cast<std::int64_t>(row.size()) < in) row.resize(in);
     for (std::int64_t r = r0; r < r1; ++r) {
-      const float* wr;
-      if (w.type == 0 && reinterpret_cast<std::uintptr_t>(w.row(r)) % alignof(float) == 0) {
-        wr = reinterpret_cast<const float*>(w.row(r));  // f32 rows are used in place
-      } else {
-        gguf::dequantize_row(w.type, w.row(r), row.data(), in);
-        wr = row.data();
+      gguf::dequantize_row(w.type, w.row(r), row.data(), in);
+      for (std::int64_t t = 0; t < n; ++t) y[t * out + r] = dot_f32(x + t * in, row.data(), in);
+    }
+  }, 4);
+}
+
+}  // namespace
+
+void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool) {
+  const qdot::RowDot dot = qdot::row_dot(w.type, simd_level());
+  const GgmlTypeInfo* info = ggml_type_info(w.type);
+  // A row that is not whole blocks goes the row-by-row way, whose dequantize_row names the error.
+  if (dot == nullptr || info == nullptr || w.cols % info->block_size != 0) return linear_by_rows(x, n, w, y, pool);
+  const std::int64_t in = w.cols, out = w.rows;
+  // Rows of W split across threads. Each thread walks its rows in tiles small enough to stay in L1
+  // and, per tile, takes the tokens kMaxTokens at a time, so each row is decoded once per token
+  // group while that group's activations stay cached.
+  constexpr std::int64_t kRowTile = 16;
+  pool.parallel_for(0, out, [&](std::int64_t r0, std::int64_t r1, int) {
+    for (std::int64_t rt = r0; rt < r1; rt += kRowTile) {
+      const std::int64_t re = std::min(rt + kRowTile, r1);
+      for (std::int64_t t0 = 0; t0 < n; t0 += qdot::kMaxTokens) {
+        const int nt = static_cast<int>(std::min<std::int64_t>(qdot::kMaxTokens, n - t0));
+        for (std::int64_t r = rt; r < re; ++r) dot(w.row(r), in, x + t0 * in, in, nt, y + t0 * out + r, out);
       }
-      for (std::int64_t t = 0; t < n; ++t) y[t * out + r] = dot_f32(x + t * in, wr, in);
     }
   }, 4);
 }

@@ -1,7 +1,10 @@
 #pragma once
 // y = x · Wᵀ for a weight matrix in any stored format: the one entry point the model math uses for
-// every linear layer. CPU: rows of W are decoded (dequantized) one at a time into a thread-local
-// buffer and dotted with every token, so memory stays at the file size.
+// every linear layer. CPU: F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K and Q6_K rows are decoded block by
+// block in registers and dotted with up to 8 tokens per pass over the row (src/engine/cpu/qdot_*.cpp,
+// at the SimdLevel below); other types are decoded a row at a time into a thread-local buffer. Either
+// way memory stays at the file size, activations stay f32, and a token's result does not depend on
+// the other tokens in the call.
 #include <cstdint>
 
 #include "mo/core/thread_pool.h"
@@ -18,7 +21,7 @@ void matrix_row(const engine::Matrix& w, std::int64_t r, float* out);
 // Dot product of two f32 vectors with the fastest kernel this CPU has (AVX-512, AVX2 or scalar).
 float dot_f32(const float* a, const float* b, std::int64_t n);
 
-// Which dot kernel dot_f32 uses; tests force `scalar` to compare against the SIMD paths.
+// Which kernels dot_f32 and linear use; tests force `scalar` to compare against the SIMD paths.
 enum class SimdLevel { scalar, avx2, avx512 };
 SimdLevel simd_level();
 void set_simd_level(SimdLevel level);  // clamped to what the CPU supports
