@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
+
+#include "mo/core/error.h"
 
 #include "mo/core/thread_pool.h"
 #include "mo/engine/engine.h"
@@ -44,6 +48,49 @@ TEST(Engine, Stories260KGreedyFromBosTellsTheStory) {
   EXPECT_EQ(tok->decode(ids),
             "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, "
             "red ball. She wanted to play with it, but it was too high");
+}
+
+}  // namespace
+
+namespace {
+
+// The quantizers' entry points (embed, run_layer, logits) must compute what forward() computes, and
+// show each linear sub-layer its real input.
+TEST(Engine, PerLayerAccessMatchesForwardAndObservesEveryLinear) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " not found";
+  using namespace mo::engine;
+  auto files = mo::model::ModelFiles::open(kStories);
+  mo::ThreadPool pool(2);
+  Engine e(bind_weights(files), pool);
+  const std::vector<std::int32_t> prompt = {1, 403, 407, 261, 378, 300, 200};  // BOS "Once upon a time" ...
+
+  KvLayout L = e.kv_layout(16, KvDtype::f32);
+  KvCacheManager mgr(4, L.block_size);
+  KvStorage kv(L, 4);
+  mgr.add_sequence(1);
+  auto app = mgr.append(1, static_cast<int>(prompt.size()));
+  SeqChunk c{prompt, 0, app->slots, mgr.block_table(1), true};
+  std::vector<float> expect = e.forward(std::span<const SeqChunk>(&c, 1), kv);
+
+  const std::int64_t n = static_cast<std::int64_t>(prompt.size()), h = e.hparams().hidden_size;
+  std::vector<float> hidden(n * h);
+  e.embed(prompt, hidden.data());
+  std::map<std::pair<int, LinearId>, std::int64_t> seen;  // (layer, linear) -> input width
+  LinearObserver obs = [&](int layer, LinearId id, const float* x, std::int64_t rows, std::int64_t dim) {
+    EXPECT_EQ(rows, n);
+    EXPECT_TRUE(std::isfinite(x[0]));
+    seen[{layer, id}] = dim;
+  };
+  for (int l = 0; l < e.hparams().num_layers; ++l) e.run_layer(l, hidden.data(), n, 0, &obs);
+  std::vector<float> got(n * e.hparams().vocab_size);
+  e.logits(hidden.data(), n, got.data());
+  ASSERT_EQ(got.size(), expect.size());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expect[i], 1e-4) << i;
+
+  EXPECT_EQ(seen.size(), 5u * 7u);
+  EXPECT_EQ((seen[{0, LinearId::q}]), 64);
+  EXPECT_EQ((seen[{4, LinearId::down}]), 172);  // down_proj sees the FFN width
+  EXPECT_THROW(e.run_layer(0, hidden.data(), n, 3), mo::Error);
 }
 
 }  // namespace
