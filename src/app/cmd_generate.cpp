@@ -102,7 +102,7 @@ class GenerateCommand : public Command {
 int GenerateCommand::run_dummy(const engine::SamplingParams& params, const engine::GenerationOptions& opt) {
   const auto* preset = budget::find_model_preset(cfg_.model_path);
   if (!preset) throw UsageError(fmt::format("model_path: load_format dummy needs a preset ({})", join(budget::model_preset_names())));
-  auto type = ggml_type_from_name(cfg_.dummy_type == "f32" ? "f32" : cfg_.dummy_type);
+  auto type = ggml_type_from_name(cfg_.dummy_type);
   engine::Engine engine(engine::dummy_weights(preset->hp, *type), default_pool());
   struct Ids : tok::Tokenizer {
     std::vector<std::int32_t> encode(std::string_view, bool, bool) const override { return {}; }

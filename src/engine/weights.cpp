@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <cstring>
 #include <random>
 
@@ -10,6 +11,7 @@
 #include "mo/io/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
 #include "mo/model/rope.h"
+#include "mo/quant/gguf_blocks.h"
 
 namespace mo::engine {
 namespace {
@@ -40,6 +42,35 @@ const model::StoredTensor& need(const model::ModelFiles& f, const std::string& n
   const auto* t = f.find(name);
   if (!t) throw Error(fmt::format("{}: tensor '{}' is missing", f.path(), name));
   return *t;
+}
+
+// Where a block type keeps its f16 scale (and min), and values that give weights of about N(0, 0.02)
+// when the rest of the block is random bytes.
+struct DummyBlock {
+  std::uint32_t type;
+  std::size_t bytes, d_at;
+  float d;
+  int dmin_at;  // -1: no min
+  float dmin;
+};
+
+const DummyBlock* dummy_block(std::uint32_t type) {
+  using namespace quant;
+  static const DummyBlock blocks[] = {
+      {2, sizeof(BlockQ4_0), offsetof(BlockQ4_0, d), 0.005f, -1, 0},
+      {3, sizeof(BlockQ4_1), offsetof(BlockQ4_1, d), 0.005f, static_cast<int>(offsetof(BlockQ4_1, m)), -0.04f},
+      {6, sizeof(BlockQ5_0), offsetof(BlockQ5_0, d), 0.0025f, -1, 0},
+      {7, sizeof(BlockQ5_1), offsetof(BlockQ5_1, d), 0.0025f, static_cast<int>(offsetof(BlockQ5_1, m)), -0.04f},
+      {8, sizeof(BlockQ8_0), offsetof(BlockQ8_0, d), 0.0003f, -1, 0},
+      {10, sizeof(BlockQ2_K), offsetof(BlockQ2_K, d), 0.002f, static_cast<int>(offsetof(BlockQ2_K, dmin)), 0.001f},
+      {11, sizeof(BlockQ3_K), offsetof(BlockQ3_K, d), 0.0002f, -1, 0},
+      {12, sizeof(BlockQ4_K), offsetof(BlockQ4_K, d), 0.00004f, static_cast<int>(offsetof(BlockQ4_K, dmin)), 0.0003f},
+      {13, sizeof(BlockQ5_K), offsetof(BlockQ5_K, d), 0.00002f, static_cast<int>(offsetof(BlockQ5_K, dmin)), 0.0003f},
+      {14, sizeof(BlockQ6_K), offsetof(BlockQ6_K, d), 0.00001f, -1, 0},
+  };
+  for (const auto& b : blocks)
+    if (b.type == type) return &b;
+  return nullptr;
 }
 
 }  // namespace
@@ -85,8 +116,10 @@ ModelWeights bind_weights(const model::ModelFiles& f) {
 }
 
 ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::uint64_t seed) {
-  if (type != 0 && type != 1 && type != 30 && type != 2 && type != 8)
-    throw UsageError(fmt::format("load-format dummy: weight type {} is not one of f32, f16, bf16, q4_0, q8_0", type));
+  const DummyBlock* block = dummy_block(type);
+  if (type != 0 && type != 1 && type != 30 && !block)
+    throw UsageError(fmt::format("load-format dummy: weight type {} is not one of f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, "
+                                 "q2_K, q3_K, q4_K, q5_K, q6_K", type));
   ModelWeights w;
   w.hp = hp;
   std::mt19937_64 rng(seed);
@@ -100,12 +133,12 @@ ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::ui
     m.cols = cols;
     m.row_bytes = ggml_row_bytes(type, static_cast<std::uint64_t>(cols));
     auto& buf = w.owned.emplace_back(m.row_bytes * rows);
-    if (type == 2 || type == 8) {
-      const std::size_t block = type == 2 ? 18 : 34;
-      const std::uint16_t d = f32_to_f16(type == 2 ? 0.02f / 4 : 0.02f / 64);
-      for (std::size_t off = 0; off < buf.size(); off += block) {
-        std::memcpy(&buf[off], &d, 2);
-        for (std::size_t j = 2; j < block; ++j) buf[off + j] = static_cast<std::uint8_t>(rng());
+    if (block) {
+      const std::uint16_t d = f32_to_f16(block->d), dmin = f32_to_f16(block->dmin);
+      for (std::size_t off = 0; off < buf.size(); off += block->bytes) {
+        for (std::size_t j = 0; j < block->bytes; ++j) buf[off + j] = static_cast<std::uint8_t>(rng());
+        std::memcpy(&buf[off + block->d_at], &d, 2);
+        if (block->dmin_at >= 0) std::memcpy(&buf[off + block->dmin_at], &dmin, 2);
       }
     } else {
       for (std::int64_t i = 0; i < rows * cols; ++i) {

@@ -51,8 +51,9 @@ struct ModelWeights {
 // the missing or mis-shaped tensor.
 ModelWeights bind_weights(const model::ModelFiles& files);
 
-// Random weights with the shapes of `hp` in ggml type `type` (F32, F16, BF16, Q4_0 or Q8_0), for
-// speed tests of large shapes without files (--load-format dummy). Deterministic for a given seed.
+// Random weights with the shapes of `hp` in ggml type `type` (F32, F16, BF16 or any GGUF block type
+// up to Q6_K), for speed tests of large shapes without files (--load-format dummy) and for per-format
+// tests. Deterministic for a given seed.
 ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::uint64_t seed = 1);
 
 }  // namespace mo::engine
