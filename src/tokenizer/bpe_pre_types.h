@@ -15,8 +15,4 @@ struct GgufPreType {
 // nullptr for a name llama.cpp does not know or we do not implement. An empty name is "default".
 const GgufPreType* find_gguf_pre_type(const std::string& name);
 
-// The regexes of HF tokenizer.json pre-tokenizers we name in pre(): "llama3", "qwen2", "gpt-2".
-extern const char* const kLlama3Regex;
-extern const char* const kQwen2Regex;
-
 }  // namespace mo::tok

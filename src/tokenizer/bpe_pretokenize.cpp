@@ -7,8 +7,6 @@
 
 namespace mo::tok {
 
-const char* const kGpt2Regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
 namespace {
 
 using json = nlohmann::json;

@@ -1,4 +1,5 @@
 #pragma once
+#include "pre_regexes.h"
 // Pre-tokenization for byte-level BPE: text -> words, each then merged on its own. Mirrors HF's
 // pre_tokenizer Sequence of Split / ByteLevel / Digits / Punctuation steps, and llama.cpp's per-"pre"
 // regex lists (each regex splits every piece the previous one produced, keeping matches and gaps).
@@ -49,7 +50,5 @@ class PreTokenizer {
   std::size_t byte_level_at_ = 0;  // index of the first ByteLevel step
 };
 
-// GPT-2's pre-tokenizer regex (HF ByteLevel with use_regex).
-extern const char* const kGpt2Regex;
 
 }  // namespace mo::tok
