@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "vocab_vectors.h"
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -46,45 +48,6 @@ const Tokenizer& shared(const std::string& path) {
 #define REQUIRE_DATA(path)                                                            \
   if (!fs::exists(path)) GTEST_SKIP() << path << " is missing (shared data not present)"
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-struct Vector {
-  std::string input;
-  Ids expected;
-};
-
-// tests/test-tokenizer-0.cpp's read_tests: inputs separated by "\n__ggml_vocab_test__\n", one line of
-// space-separated ids per input (whitespace-stripped).
-std::vector<Vector> read_vectors(const std::string& name) {
-  const std::string raw = slurp(kVocabDir + "ggml-vocab-" + name + ".gguf.inp");
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> inputs;
-  for (std::size_t pos = 0; pos < raw.size();) {
-    const std::size_t next = raw.find(sep, pos);
-    if (next == std::string::npos) {
-      inputs.push_back(raw.substr(pos));
-      break;
-    }
-    inputs.push_back(raw.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  std::istringstream out(slurp(kVocabDir + "ggml-vocab-" + name + ".gguf.out"));
-  std::vector<Vector> vectors;
-  std::string line;
-  for (const auto& input : inputs) {
-    if (!std::getline(out, line)) break;
-    Vector v{input, {}};
-    std::istringstream ids(line);
-    for (int id; ids >> id;) v.expected.push_back(id);
-    vectors.push_back(std::move(v));
-  }
-  EXPECT_EQ(vectors.size(), inputs.size()) << name << ": .inp and .out hold different numbers of tests";
-  return vectors;
-}
-
 std::string show(const Ids& ids) {
   std::string s;
   for (const auto id : ids) s += std::to_string(id) + " ";
@@ -94,7 +57,7 @@ std::string show(const Ids& ids) {
 // Every vector of `vocab_name`, encoded as test-tokenizer-0 does: add_special and parse_special off.
 void expect_vectors(const std::string& tokenizer_path, const std::string& vocab_name) {
   const Tokenizer& tok = shared(tokenizer_path);
-  const auto vectors = read_vectors(vocab_name);
+  const auto vectors = mo::test::read_vocab_vectors(kVocabDir + "ggml-vocab-" + vocab_name + ".gguf");
   ASSERT_GT(vectors.size(), 40u);
   int passed = 0;
   for (const auto& v : vectors) {

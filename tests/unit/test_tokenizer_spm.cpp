@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "vocab_vectors.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -39,39 +41,6 @@ std::unique_ptr<Tokenizer> load_gguf(const std::string& path) {
   return mo::tok::load_tokenizer_gguf(mo::gguf::read_metadata(path));
 }
 
-struct VocabCase {
-  std::string input;
-  Ids expected;
-};
-
-// tests/test-tokenizer-0.cpp in llama.cpp: inputs split on "\n__ggml_vocab_test__\n", one line of
-// space-separated ids per input.
-std::vector<VocabCase> read_vocab_cases(const std::string& gguf_path) {
-  const std::string raw = read_file(gguf_path + ".inp");
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> inputs;
-  for (std::size_t pos = 0; pos < raw.size();) {
-    const std::size_t next = raw.find(sep, pos);
-    if (next == std::string::npos) {
-      inputs.push_back(raw.substr(pos));
-      break;
-    }
-    inputs.push_back(raw.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  std::ifstream out(gguf_path + ".out");
-  std::vector<VocabCase> cases;
-  std::string line;
-  for (std::size_t i = 0; std::getline(out, line); ++i) {
-    Ids ids;
-    std::istringstream ss(line);
-    for (std::int32_t id; ss >> id;) ids.push_back(id);
-    cases.push_back({i < inputs.size() ? inputs[i] : std::string(), ids});
-  }
-  EXPECT_EQ(cases.size(), inputs.size()) << gguf_path;
-  return cases;
-}
-
 std::string show(const Ids& ids) {
   std::string s;
   for (auto id : ids) s += std::to_string(id) + " ";
@@ -83,7 +52,7 @@ void expect_vocab_vectors(const std::string& name) {
   if (!fs::exists(path)) GTEST_SKIP() << path << " not found";
   auto tok = load_gguf(path);
   ASSERT_EQ(tok->kind(), "spm");
-  const auto cases = read_vocab_cases(path);
+  const auto cases = mo::test::read_vocab_vectors(path);
   ASSERT_GT(cases.size(), 40u);
   std::size_t passed = 0;
   for (const auto& c : cases) {
