@@ -10,7 +10,7 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(LAPACKE REQUIRED IMPORTED_TARGET lapacke)
-find_package(OpenBLAS CONFIG QUIET)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)  # cblas_sgemm for calibration GEMMs, LAPACK for GPTQ
 if(MO_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

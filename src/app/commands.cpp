@@ -27,8 +27,7 @@ class PlannedCommand : public Command {
 
 std::vector<std::unique_ptr<Command>> all_commands() {
   std::vector<std::unique_ptr<Command>> out;
-  out.push_back(std::make_unique<PlannedCommand<config::QuantizeConfig>>(
-      "quantize", "quantize a model (AWQ, GPTQ, RTN, FP8, GGUF k-quants) on your calibration data, with a report"));
+  out.push_back(make_quantize_command());
   out.push_back(std::make_unique<PlannedCommand<config::ServeConfig>>(
       "serve", "OpenAI-compatible server with continuous batching and a paged KV cache"));
   out.push_back(std::make_unique<PlannedCommand<config::BenchConfig>>(

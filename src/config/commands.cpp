@@ -12,14 +12,22 @@ void bind(Schema& s, QuantizeConfig& c) {
   s.add("quant_method", &c.quant_method, "quantization method").one_of({"rtn", "awq", "gptq", "fp8", "gguf"});
   s.add("bits", &c.bits, "weight bits").range(4, 8);
   s.add("group_size", &c.group_size, "weights per scale along the input dimension; -1 = per output channel").range(-1, 4096);
+  s.add("sym", &c.sym, "symmetric INT4/INT8 (zero point fixed; rtn and gptq; awq always stores zero points)");
+  s.add("fp8_scale", &c.fp8_scale, "FP8 weight scales per output channel or one per tensor").one_of({"channel", "tensor"});
   s.add("calibration_data", &c.calibration_data, "calibration samples: a JSON/JSONL file or a built-in set (general, code, chat)")
       .alias("custom_calibration").placeholder("FILE");
   s.add("num_samples", &c.num_samples, "calibration samples used").range(1, 100000);
   s.add("max_seq_len", &c.max_seq_len, "tokens per calibration sample").range(16, 1 << 20);
+  s.add("calibration_field", &c.calibration_field, "record field holding the text: auto, text, messages, prompt+completion or another key");
+  s.add("calibration_pack", &c.calibration_pack, "pack records into full-length samples (false: one record per sample, truncated)");
+  s.add("seed", &c.seed, "seed for choosing calibration records and windows").range(0, 1LL << 62);
+  s.add("sensitivity_threshold", &c.sensitivity_threshold, "output cosine similarity under which a layer falls back to fallback_bits; 0 = off").range(0, 1);
   s.add("skip_layers", &c.skip_layers, "layers kept unquantized: names, globs or index ranges (lm_head, model.layers.31.*, 29-31)");
   s.add("fallback_bits", &c.fallback_bits, "bits for layers the sensitivity check flags").range(4, 16);
   s.add("damp_percent", &c.damp_percent, "GPTQ dampening, a fraction of the mean Hessian diagonal").range(0, 1);
   s.add("desc_act", &c.desc_act, "GPTQ act-order (quantize columns by descending Hessian diagonal)");
+  s.add("load_format", &c.load_format, "auto, or dummy: random weights with the shape of model_path (a preset name or config.json)")
+      .one_of({"auto", "dummy"});
   s.add("gguf_type", &c.gguf_type, "GGUF file type for quant_method gguf")
       .one_of({"f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q5_k_s", "q4_k_m", "q4_k_s", "q4_0", "q3_k_m", "q2_k"});
   s.add("imatrix", &c.imatrix, "importance matrix for k-quants: auto, none or a FILE").placeholder("auto|none|FILE");

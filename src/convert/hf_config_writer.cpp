@@ -43,4 +43,11 @@ nlohmann::json hf_config_json(const model::Hparams& hp, const std::string& torch
   return c;
 }
 
+nlohmann::json hf_generation_config_json(const model::Hparams& hp) {
+  nlohmann::json gen = {{"_from_model_config", true}};
+  if (hp.bos_token_id >= 0) gen["bos_token_id"] = hp.bos_token_id;
+  if (!hp.eos_token_ids.empty()) gen["eos_token_id"] = hp.eos_token_ids.size() == 1 ? nlohmann::json(hp.eos_token_ids[0]) : nlohmann::json(hp.eos_token_ids);
+  return gen;
+}
+
 }  // namespace mo::convert

@@ -38,7 +38,7 @@ bool is_our_output(const std::string& path) {
 void check_output_path(const std::string& input, const std::string& output, bool force, const std::string& key) {
   if (output.empty()) throw UsageError(fmt::format("{}: no output path given", key));
   const fs::path in = fs::weakly_canonical(input), out = fs::weakly_canonical(output);
-  if (within(out, in) || within(in, out)) {
+  if (!input.empty() && (within(out, in) || within(in, out))) {
     throw UsageError(fmt::format("{}: '{}' is the input or overlaps it ('{}'); choose a new path", key, output, input));
   }
   std::error_code ec;

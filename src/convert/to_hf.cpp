@@ -7,6 +7,7 @@
 #include "directions.h"
 #include "mo/core/build_info.h"
 #include "mo/core/error.h"
+#include "mo/io/json_file.h"
 #include "mo/core/log.h"
 #include "mo/io/safetensors.h"
 #include "mo/model/tensor_names.h"
@@ -19,11 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_json(const fs::path& path, const nlohmann::json& j) {
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
-  if (!out) throw Error(fmt::format("{}: cannot write", path.string()));
-}
 
 st::Dtype st_dtype(std::uint32_t type) {
   return type == kF32 ? st::Dtype::F32 : type == kF16 ? st::Dtype::F16 : st::Dtype::BF16;
@@ -83,21 +79,15 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
   if (hp.rope_scaling.type == "llama3") {
     report.notes.push_back("rope_freqs.weight holds llama3 RoPE factors whose parameters GGUF does not keep: config.json has no rope_scaling");
   }
-  write_json(fs::path(dir) / "config.json", hf_config_json(hp_out, torch_dtype_name(main_type)));
-  nlohmann::json gen = {{"_from_model_config", true}};
-  if (hp.bos_token_id >= 0) gen["bos_token_id"] = hp.bos_token_id;
-  if (!hp.eos_token_ids.empty()) gen["eos_token_id"] = hp.eos_token_ids.size() == 1 ? nlohmann::json(hp.eos_token_ids[0]) : nlohmann::json(hp.eos_token_ids);
-  write_json(fs::path(dir) / "generation_config.json", gen);
+  io::write_json((fs::path(dir) / "config.json").string(), hf_config_json(hp_out, torch_dtype_name(main_type)));
+  io::write_json((fs::path(dir) / "generation_config.json").string(), hf_generation_config_json(hp));
 
   if (in.gguf() && in.gguf()->find("tokenizer.ggml.model")) {
-    tok::HfTokenizerFiles tokf = tok::hf_tokenizer_from_gguf(*in.gguf());
-    write_json(fs::path(dir) / "tokenizer.json", tokf.tokenizer_json);
-    write_json(fs::path(dir) / "tokenizer_config.json", tokf.tokenizer_config);
-    if (!tokf.special_tokens_map.is_null()) write_json(fs::path(dir) / "special_tokens_map.json", tokf.special_tokens_map);
+    tok::write_hf_tokenizer_files(tok::hf_tokenizer_from_gguf(*in.gguf()), dir);
   } else {
     report.notes.push_back("the input has no tokenizer: no tokenizer files written");
   }
-  write_json(fs::path(dir) / kMarkerFile, {{"tool", "model-optimizer"}, {"version", build_info().version},
+  io::write_json((fs::path(dir) / kMarkerFile).string(), {{"tool", "model-optimizer"}, {"version", build_info().version},
                                            {"command", "convert"}, {"source", fs::absolute(in.path()).string()}});
 }
 

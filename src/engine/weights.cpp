@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "mo/core/error.h"
@@ -12,6 +13,7 @@
 #include "mo/io/gguf_dequant.h"
 #include "mo/model/rope.h"
 #include "mo/quant/gguf_blocks.h"
+#include "quantized_weights.h"
 
 namespace mo::engine {
 namespace {
@@ -88,27 +90,37 @@ ModelWeights bind_weights(const model::ModelFiles& f) {
   const auto& hp = w.hp;
   if (hp.num_experts > 0) throw UsageError(fmt::format("{}: mixture-of-experts models are not supported by the engine yet", f.path()));
   const std::int64_t h = hp.hidden_size, q = hp.num_heads * hp.head_dim, kv = hp.num_kv_heads * hp.head_dim, ffn = hp.intermediate_size;
+  // Quantized HF checkpoints: their linears are decoded into w.owned (quantized_weights.h says how).
+  std::optional<detail::QuantizedLinears> quantized;
+  if (f.format() == "safetensors" && !f.quantization_config().is_null()) quantized.emplace(f);
+  auto linear = [&](const std::string& base, std::int64_t rows, std::int64_t cols) {
+    if (quantized)
+      if (auto m = quantized->load(base, rows, cols, w.owned)) return *m;
+    return matrix_of(need(f, base + ".weight"), rows, cols);
+  };
   w.token_embd = matrix_of(need(f, "token_embd.weight"), hp.vocab_size, h);
-  w.output = f.find("output.weight") ? matrix_of(*f.find("output.weight"), hp.vocab_size, h) : w.token_embd;
+  if (auto m = quantized ? quantized->load("output", hp.vocab_size, h, w.owned) : std::nullopt) w.output = *m;
+  else w.output = f.find("output.weight") ? matrix_of(*f.find("output.weight"), hp.vocab_size, h) : w.token_embd;
   w.output_norm = vector_of(need(f, "output_norm.weight"), h);
   for (int i = 0; i < hp.num_layers; ++i) {
     auto n = [i](const char* part) { return fmt::format("blk.{}.{}", i, part); };
     LayerWeights l;
     l.attn_norm = vector_of(need(f, n("attn_norm.weight")), h);
     l.ffn_norm = vector_of(need(f, n("ffn_norm.weight")), h);
-    l.wq = matrix_of(need(f, n("attn_q.weight")), q, h);
-    l.wk = matrix_of(need(f, n("attn_k.weight")), kv, h);
-    l.wv = matrix_of(need(f, n("attn_v.weight")), kv, h);
-    l.wo = matrix_of(need(f, n("attn_output.weight")), h, q);
-    l.w_gate = matrix_of(need(f, n("ffn_gate.weight")), ffn, h);
-    l.w_up = matrix_of(need(f, n("ffn_up.weight")), ffn, h);
-    l.w_down = matrix_of(need(f, n("ffn_down.weight")), h, ffn);
+    l.wq = linear(n("attn_q"), q, h);
+    l.wk = linear(n("attn_k"), kv, h);
+    l.wv = linear(n("attn_v"), kv, h);
+    l.wo = linear(n("attn_output"), h, q);
+    l.w_gate = linear(n("ffn_gate"), ffn, h);
+    l.w_up = linear(n("ffn_up"), ffn, h);
+    l.w_down = linear(n("ffn_down"), h, ffn);
     if (const auto* b = f.find(n("attn_q.bias"))) l.bq = vector_of(*b, q);
     if (const auto* b = f.find(n("attn_k.bias"))) l.bk = vector_of(*b, kv);
     if (const auto* b = f.find(n("attn_v.bias"))) l.bv = vector_of(*b, kv);
     w.layers.push_back(std::move(l));
   }
-  // HF checkpoints keep Q/K rows in rotate-half order; GGUF Llama files were permuted to pairs.
+  if (quantized) quantized->log_summary();
+  // HF checkpoints keep Q/K rows in rotate-half order (quantized ones too); GGUF Llama files were permuted to pairs.
   w.rope_style = (f.format() == "safetensors" || hp.arch == "qwen2") ? RopeStyle::neox : RopeStyle::normal;
   if (const auto* rf = f.find("rope_freqs.weight")) w.rope_freq_factors = vector_of(*rf, hp.head_dim / 2);
   else if (hp.rope_scaling.type == "llama3") w.rope_freq_factors = model::llama3_rope_factors(hp);

@@ -1,5 +1,6 @@
 #include "mo/io/json_file.h"
 
+#include <fstream>
 #include <string_view>
 
 #include "mo/core/error.h"
@@ -32,6 +33,19 @@ nlohmann::json read_json(const std::string& path) {
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(path + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + std::string(strip_prefix(e.what())));
   }
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::string text;
+  try {
+    text = j.dump(2, ' ', false) + "\n";
+  } catch (const nlohmann::json::type_error& e) {
+    throw Error(path + ": cannot write JSON: " + e.what());
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) throw Error(path + ": cannot write file");
 }
 
 }  // namespace mo::io

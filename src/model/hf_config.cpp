@@ -57,7 +57,9 @@ void apply_quantization_config(const json& q, ModelShape& shape, const std::stri
     shape.stored_format = "fp8";
   } else if (method == "compressed-tensors") {
     // compressed-tensors keeps its scheme under config_groups.<name>.weights
-    for (const auto& [name, g] : q.value("config_groups", json::object()).items()) {
+    // Named: iterating items() of the temporary value() returns would read a destroyed object.
+    const json groups = q.value("config_groups", json::object());
+    for (const auto& [name, g] : groups.items()) {
       const json& w = g.value("weights", json::object());
       int nb = w.value("num_bits", 0);
       std::string type = w.value("type", "int");

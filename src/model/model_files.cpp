@@ -83,7 +83,20 @@ ModelFiles ModelFiles::open(const std::string& path) {
   m.hf_config_ = io::read_json(config.string());
   m.shape_ = shape_from_hf_config(m.hf_config_, config.string());
   m.shape_.name = fs::weakly_canonical(dir).filename().string();
-  if (auto q = m.hf_config_.find("quantization_config"); q != m.hf_config_.end()) m.quantization_config_ = *q;
+  if (auto q = m.hf_config_.find("quantization_config"); q != m.hf_config_.end()) {
+    m.quantization_config_ = *q;
+  } else {
+    // Checkpoints that predate Transformers' quantization_config keep it beside config.json (vLLM reads
+    // these files too), often without quant_method: AutoAWQ's keys (w_bit, zero_point) tell AWQ from GPTQ.
+    for (const char* name : {"quantize_config.json", "quant_config.json"}) {
+      if (!fs::exists(dir / name)) continue;
+      auto q = io::read_json((dir / name).string());
+      if (q.is_object() && !q.contains("quant_method"))
+        q["quant_method"] = q.contains("w_bit") || q.contains("zero_point") || q.contains("q_group_size") ? "awq" : "gptq";
+      m.quantization_config_ = std::move(q);
+      break;
+    }
+  }
   m.st_ = std::make_shared<st::Model>(st::Model::open(path));
   const bool permuted = needs_qk_permute(m.shape_.hp.arch);
   for (const auto& name : m.st_->names()) {

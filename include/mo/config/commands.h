@@ -15,13 +15,21 @@ struct QuantizeConfig {
   std::string quant_method = "awq";              // rtn | awq | gptq | fp8 | gguf
   std::int64_t bits = 4;                         // 4 or 8
   std::int64_t group_size = 128;                 // weights per scale; -1 = per output channel
+  bool sym = true;                               // rtn/gptq: symmetric (vLLM's fast kernels); awq is always asymmetric
+  std::string fp8_scale = "channel";             // fp8: channel | tensor
   std::string calibration_data = "general";      // JSON/JSONL file or a built-in set name
   std::int64_t num_samples = 128;                // calibration samples used
   std::int64_t max_seq_len = 512;                // tokens per calibration sample
+  std::string calibration_field = "auto";        // auto | text | messages | prompt+completion | another key
+  bool calibration_pack = true;                  // concatenate records into full-length samples (false: truncate each)
+  std::int64_t seed = 0;                         // which calibration records/windows are taken
+  double sensitivity_threshold = 0.98;           // output cosine below this falls back to fallback_bits; 0 = off
   std::vector<std::string> skip_layers;          // names, globs or layer ranges kept unquantized
   std::int64_t fallback_bits = 8;                // bits for layers found sensitive
   double damp_percent = 0.01;                    // GPTQ Hessian dampening
   bool desc_act = false;                         // GPTQ act-order
+  std::string load_format = "auto";              // auto | dummy (random weights of a preset's shape, for speed/memory runs)
+  std::uint64_t max_shard_bytes = 2'000'000'000ull; // safetensors shard size
   std::string gguf_type = "q4_k_m";              // GGUF file type for quant_method gguf
   std::string imatrix = "auto";                  // auto | none | FILE
   bool eval = true;                              // evaluate base vs quantized afterwards

@@ -31,5 +31,7 @@ ConvertReport convert_model(const std::string& input, const std::string& output,
 
 // config.json for a Llama-family model, as Transformers writes it.
 nlohmann::json hf_config_json(const model::Hparams& hp, const std::string& torch_dtype);
+// generation_config.json: BOS/EOS ids from the model.
+nlohmann::json hf_generation_config_json(const model::Hparams& hp);
 
 }  // namespace mo::convert

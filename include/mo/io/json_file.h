@@ -9,4 +9,8 @@ namespace mo::io {
 // cannot be opened and Error("<path>: invalid JSON at byte N: ...") when it does not parse.
 nlohmann::json read_json(const std::string& path);
 
+// Writes `j` as Transformers writes its JSON files (indent 2, UTF-8 as is, trailing newline). Throws
+// Error naming the path when it cannot be written.
+void write_json(const std::string& path, const nlohmann::json& j);
+
 }  // namespace mo::io

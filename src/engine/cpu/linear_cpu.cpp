@@ -1,4 +1,7 @@
+#include <cblas.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -12,6 +15,8 @@ namespace mo::ops {
 void matrix_row(const engine::Matrix& w, std::int64_t r, float* out) { gguf::dequantize_row(w.type, w.row(r), out, w.cols); }
 
 namespace {
+
+std::atomic<bool> g_blas_batches{false};
 
 // Types without a fused kernel: each row is decoded once into a thread-local buffer and dotted
 // with every token.
@@ -29,7 +34,16 @@ void linear_by_rows(const float* x, std::int64_t n, const engine::Matrix& w, flo
 
 }  // namespace
 
+void set_blas_for_batches(bool on) { g_blas_batches = on; }
+bool blas_for_batches() { return g_blas_batches; }
+
 void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool) {
+  if (g_blas_batches && n >= 16 && w.type == 0) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), static_cast<int>(w.rows), static_cast<int>(w.cols), 1.0f, x,
+                static_cast<int>(w.cols), reinterpret_cast<const float*>(w.bytes.data()), static_cast<int>(w.cols), 0.0f, y,
+                static_cast<int>(w.rows));
+    return;
+  }
   const qdot::RowDot dot = qdot::row_dot(w.type, simd_level());
   const GgmlTypeInfo* info = ggml_type_info(w.type);
   // A row that is not whole blocks goes the row-by-row way, whose dequantize_row names the error.

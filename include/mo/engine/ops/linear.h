@@ -15,6 +15,12 @@ namespace mo::ops {
 // x: [n, w.cols] f32, y: [n, w.rows] f32 (overwritten).
 void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool);
 
+// Batch GEMM through BLAS (cblas_sgemm) for F32 weights when a call has at least 16 tokens: ~4x the
+// throughput of the row kernels on calibration-sized batches, but a token's result may then depend on
+// the batch it came in, so only whole-dataset passes (quantize, calibration) turn it on.
+void set_blas_for_batches(bool on);
+bool blas_for_batches();
+
 // One row of an embedding-style matrix (row `r` of w) decoded into out[0, w.cols).
 void matrix_row(const engine::Matrix& w, std::int64_t r, float* out);
 

@@ -1,0 +1,33 @@
+#pragma once
+// The on-disk integer layouts of ../shared/design/formats.md: AWQ "GEMM" (AutoAWQ) and GPTQ v1/v2
+// (AutoGPTQ). Packing is the writer's half; unpacking is what the engine loads them with.
+#include <cstdint>
+#include <vector>
+
+#include "mo/quant/quantized_linear.h"
+
+namespace mo::quant {
+
+// AWQ GEMM, 4-bit: qweight int32 [in, out/8] (interleaved order 0,2,4,6,1,3,5,7 along out), qzeros
+// int32 [in/G, out/8] (same order, true zeros), scales f16 [in/G, out]. Needs out % 8 == 0, in % G == 0.
+struct AwqTensors {
+  std::vector<std::int32_t> qweight, qzeros;
+  std::vector<std::uint16_t> scales;
+  std::int64_t in = 0, out = 0, group_size = 0;
+};
+AwqTensors pack_awq(const QuantizedLinear& q);
+QuantizedLinear unpack_awq(const AwqTensors& t);
+
+// GPTQ, 4 or 8 bits: qweight int32 [in*bits/32, out] packed along in; qzeros int32 [groups,
+// out*bits/32] packed along out, storing zero-1 in v1 (the default) or the true zero in v2; scales
+// f16 [groups, out]; g_idx int32 [in].
+struct GptqTensors {
+  std::vector<std::int32_t> qweight, qzeros, g_idx;
+  std::vector<std::uint16_t> scales;
+  std::int64_t in = 0, out = 0, groups = 0;
+  int bits = 4;
+};
+GptqTensors pack_gptq(const QuantizedLinear& q, bool v1 = true);
+QuantizedLinear unpack_gptq(const GptqTensors& t, int group_size, bool sym, bool v1 = true);
+
+}  // namespace mo::quant

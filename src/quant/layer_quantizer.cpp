@@ -1,0 +1,238 @@
+#include "layer_quantizer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "mo/core/half.h"
+#include "mo/quant/rtn.h"
+
+namespace mo::quant {
+namespace {
+
+using engine::LinearId;
+
+int index_of(LinearId id) { return static_cast<int>(id); }
+
+void round_f16(std::vector<float>& v) {
+  for (float& x : v) x = f16_to_f32(f32_to_f16(x));
+}
+
+// Inputs captured by run_layer's observer: every `stride`-th calibration token (up to a cap), plus
+// the Hessians GPTQ needs (over all tokens).
+struct Capture {
+  LayerInputs in;
+  std::int64_t stride = 1, cap = 0, token0 = 0;  // token0: global index of the current sample's first token
+  std::vector<std::int64_t> rows;                // the current sample's rows to keep
+  std::unique_ptr<HessianAccumulator> h_attn, h_o, h_mlp, h_down;
+
+  void begin_sample(std::int64_t first, std::int64_t n) {
+    token0 = first;
+    rows.clear();
+    for (std::int64_t t = (stride - first % stride) % stride; t < n && in.n + static_cast<std::int64_t>(rows.size()) < cap; t += stride)
+      rows.push_back(t);
+  }
+  void observe(LinearId id, const float* x, std::int64_t n, std::int64_t dim) {
+    if (id == LinearId::k || id == LinearId::v || id == LinearId::up) return;  // same input as q / gate
+    HessianAccumulator* h = id == LinearId::q ? h_attn.get() : id == LinearId::o ? h_o.get() : id == LinearId::gate ? h_mlp.get() : h_down.get();
+    if (h) h->add(x, n);
+    auto& dst = in.of(id);
+    for (std::int64_t r : rows) dst.insert(dst.end(), x + r * dim, x + (r + 1) * dim);
+  }
+  void end_sample() { in.n += static_cast<std::int64_t>(rows.size()); }
+};
+
+void run_all(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts, Capture* cap, bool keep_output) {
+  const std::int64_t h = src.hp().hidden_size;
+  const std::int64_t total = static_cast<std::int64_t>(hidden.size()) / h;
+  std::vector<float> tmp;
+  engine::LinearObserver obs = [&](int, LinearId id, const float* x, std::int64_t n, std::int64_t dim) { cap->observe(id, x, n, dim); };
+  for (std::size_t s = 0; s < starts.size(); ++s) {
+    const std::int64_t first = starts[s], n = (s + 1 < starts.size() ? starts[s + 1] : total) - first;
+    float* rows = hidden.data() + first * h;
+    if (cap) cap->begin_sample(first, n);
+    if (keep_output) {
+      src.engine().run_layer(layer, rows, n, 0, cap ? &obs : nullptr);
+    } else {
+      tmp.assign(rows, rows + n * h);
+      src.engine().run_layer(layer, tmp.data(), n, 0, cap ? &obs : nullptr);
+    }
+    if (cap) cap->end_sample();
+  }
+}
+
+// Quantizes one linear per `plan`; GPTQ uses the Hessian of its input.
+void quantize_as(QuantizedModule& m, const std::vector<float>& w, std::int64_t rows, std::int64_t cols, const LinearPlan& plan,
+                 const PipelineSettings& s, const HessianAccumulator* h) {
+  m.plan = plan;
+  m.q = {};
+  m.f8 = {};
+  m.f16.clear();
+  if (plan.kind == LinearPlan::integer) {
+    m.q = (s.method == "gptq" && h) ? gptq_quantize(w.data(), rows, cols, *h, plan.scheme, s.gptq).q : quantize_rtn(w.data(), rows, cols, plan.scheme);
+  } else if (plan.kind == LinearPlan::fp8) {
+    m.f8 = quantize_fp8(w.data(), rows, cols, plan.scheme.group_size != 0);
+  } else {
+    m.f16 = w;
+    round_f16(m.f16);
+  }
+}
+
+std::vector<float> dequantized(const QuantizedModule& m) {
+  if (m.plan.kind == LinearPlan::integer) return m.q.dequantize();
+  if (m.plan.kind == LinearPlan::fp8) return m.f8.dequantize();
+  return m.f16;
+}
+
+// How much precision a plan keeps; a fused group (vLLM's qkv_proj, gate_up_proj) takes its members' maximum.
+int precision(const LinearPlan& p) {
+  if (p.kind == LinearPlan::f16) return 1000;
+  if (p.kind == LinearPlan::fp8) return 100;
+  return p.scheme.bits * 10 + (p.scheme.group_size > 0 ? 1 : 0);
+}
+
+// q/k/v and gate/up: vLLM loads each group as one fused linear with one format.
+constexpr LinearId kFused[][3] = {{LinearId::q, LinearId::k, LinearId::v}, {LinearId::gate, LinearId::up, LinearId::up}};
+const char* fused_label(int g) { return g == 0 ? "qkv_proj" : "gate_up_proj"; }
+
+// Calls raise(i, top) for each member i of fused group g whose plan keeps less precision than the group's best.
+template <typename Fn>
+void unify_group(int g, std::vector<LinearPlan>& plans, Fn raise) {
+  int top = index_of(kFused[g][0]);
+  for (LinearId id : kFused[g]) top = precision(plans[index_of(id)]) > precision(plans[top]) ? index_of(id) : top;
+  for (LinearId id : kFused[g]) {
+    const int i = index_of(id);
+    if (precision(plans[i]) >= precision(plans[top])) continue;
+    raise(i, top);
+    plans[i] = plans[top];
+  }
+}
+
+}  // namespace
+
+LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts,
+                            const PipelineSettings& s) {
+  LayerOutcome out;
+  LayerF32 w = src.decode_layer(layer);
+  src.install_layer(layer, w);
+
+  const std::int64_t total = hidden.empty() ? 0 : static_cast<std::int64_t>(hidden.size()) / src.hp().hidden_size;
+  const bool gptq = s.method == "gptq";
+  const bool need_inputs = s.method == "awq" || s.threshold > 0;
+  Capture cap;
+  cap.cap = need_inputs ? std::min(s.capture_tokens, total) : 0;
+  cap.stride = cap.cap > 0 ? std::max<std::int64_t>(1, total / cap.cap) : total + 1;
+  if (gptq) {
+    cap.h_attn = std::make_unique<HessianAccumulator>(w.hidden);
+    cap.h_o = std::make_unique<HessianAccumulator>(w.q_dim);
+    cap.h_mlp = std::make_unique<HessianAccumulator>(w.hidden);
+    cap.h_down = std::make_unique<HessianAccumulator>(w.ffn);
+  }
+  if (total > 0 && (need_inputs || gptq)) run_all(src, layer, hidden, starts, &cap, false);
+  const HessianAccumulator* hess[7] = {cap.h_attn.get(), cap.h_attn.get(), cap.h_attn.get(), cap.h_o.get(),
+                                       cap.h_mlp.get(),  cap.h_mlp.get(),  cap.h_down.get()};
+
+  // Plans first (skip_layers, shape fallbacks), so AWQ leaves 16-bit linears out of its error terms.
+  std::vector<LinearPlan> plans;
+  std::vector<LinearDecision> dec(7);
+  const LinearPlan requested_plan = plan_linear(s.layout, 1 << 20, 1 << 20, s.bits, s.group_size, s.sym, s.fp8_per_channel);
+  for (LinearId id : kAllLinears) {
+    LinearDecision& d = dec[index_of(id)];
+    d.module = hf_linear_module(layer, engine::linear_name(id));
+    d.layer = layer;
+    d.requested = requested_plan.label();
+    d.stats = weight_stats(w.weight(id).data(), static_cast<std::int64_t>(w.weight(id).size()));
+    LinearPlan p;
+    if (auto pattern = s.skip.match(d.module, layer)) {
+      p.reason = fmt::format("skip_layers '{}': kept in 16-bit", *pattern);
+    } else {
+      p = plan_linear(s.layout, w.rows(id), w.cols(id), s.bits, s.group_size, s.sym, s.fp8_per_channel);
+    }
+    d.reason = p.reason;
+    plans.push_back(p);
+  }
+  for (int g = 0; g < 2; ++g)
+    unify_group(g, plans, [&](int i, int top) {
+      dec[i].reason = fmt::format("vLLM fuses it into {} with {}, which is {}: same format", fused_label(g), dec[top].module, plans[top].label());
+    });
+  if (s.method == "awq") {
+    bool skip[7];
+    for (int i = 0; i < 7; ++i) skip[i] = plans[i].kind != LinearPlan::integer;
+    QuantScheme scheme{4, s.group_size, false};
+    const AwqLayerReport r = awq_transform_layer(w, cap.in, scheme, s.awq, skip);
+    std::string groups;
+    for (const auto& g : r.groups)
+      groups += g.applied ? fmt::format(" {} r={:.2f} ({:.3g} vs {:.3g} plain);", g.name, g.ratio, g.error_best, g.error_plain)
+                          : fmt::format(" {} skipped;", g.name);
+    out.awq_summary = fmt::format("layer {} AWQ:{} clip error {:.3g} -> {:.3g}", layer, groups, r.clip_error_before, r.clip_error_after);
+  }
+
+  out.modules.resize(7);
+  auto measure = [&](LinearId id) {
+    const auto& m = out.modules[index_of(id)];
+    const auto& x = cap.in.of(id);
+    if (cap.in.n == 0) return OutputError{NAN, NAN, NAN};
+    if (m.plan.kind == LinearPlan::f16) return OutputError{};
+    return output_error(x.data(), cap.in.n, w.weight(id).data(), dequantized(m).data(), w.rows(id), w.cols(id));
+  };
+  auto quantize = [&](LinearId id, const LinearPlan& p) {
+    quantize_as(out.modules[index_of(id)], w.weight(id), w.rows(id), w.cols(id), p, s, hess[index_of(id)]);
+    out.modules[index_of(id)].id = id;
+    const OutputError e = measure(id);
+    dec[index_of(id)].cosine = e.cosine;
+    dec[index_of(id)].rel_l2 = e.rel_l2;
+  };
+  for (LinearId id : kAllLinears) {
+    const int i = index_of(id);
+    LinearDecision& d = dec[i];
+    quantize(id, plans[i]);
+    if (s.threshold > 0 && d.cosine < s.threshold && plans[i].kind != LinearPlan::f16) {
+      const std::int64_t rows = w.rows(id), cols = w.cols(id);
+      const LinearPlan fb = s.fallback_bits >= 16 || s.layout != OutputLayout::gptq
+                                ? LinearPlan{}
+                                : plan_linear(s.layout, rows, cols, s.fallback_bits, s.group_size, s.sym, s.fp8_per_channel);
+      const std::string why = s.layout == OutputLayout::gptq || s.fallback_bits >= 16
+                                  ? ""
+                                  : fmt::format(" ({} cannot hold INT{})", s.layout == OutputLayout::awq_gemm ? "AWQ GEMM" : "the FP8 format", s.fallback_bits);
+      d.cosine_requested = d.cosine;
+      d.reason = fmt::format("cos {:.4f} < {} at {}, fell back to {}{}", d.cosine, s.threshold, plans[i].label(), fb.label(), why);
+      plans[i] = fb;
+      quantize(id, fb);
+    }
+  }
+  // A fallback inside a fused group applies to the whole group.
+  for (int g = 0; g < 2; ++g)
+    unify_group(g, plans, [&](int i, int top) {
+      dec[i].cosine_requested = dec[i].cosine;
+      dec[i].reason = fmt::format("vLLM fuses it into {} with {}, which fell back to {}: same format (own cos at {} {:.4f})", fused_label(g),
+                                  dec[top].module, plans[top].label(), plans[i].label(), dec[i].cosine);
+      quantize(kAllLinears[i], plans[top]);
+    });
+  for (LinearId id : kAllLinears) {
+    LinearDecision& d = dec[index_of(id)];
+    const LinearPlan& p = out.modules[index_of(id)].plan;
+    d.format = p.label();
+    d.bits = p.kind == LinearPlan::f16 ? 16 : p.scheme.bits;
+    d.group_size = p.scheme.group_size;
+    d.sym = p.scheme.sym;
+  }
+  out.decisions = std::move(dec);
+
+  // The next layer's inputs come from this layer as written: quantized linears, f16 norms.
+  LayerF32 written = w;
+  round_f16(written.attn_norm);
+  round_f16(written.ffn_norm);
+  for (const auto& m : out.modules) written.weight(m.id) = dequantized(m);
+  w = LayerF32{};
+  out.attn_norm = written.attn_norm;
+  out.ffn_norm = written.ffn_norm;
+  cap = Capture{};
+  src.install_layer(layer, written);
+  if (total > 0) run_all(src, layer, hidden, starts, nullptr, true);
+  src.release_layer(layer);
+  return out;
+}
+
+}  // namespace mo::quant

@@ -1,0 +1,50 @@
+#pragma once
+// One decoder layer through the pipeline: capture its linears' inputs on the calibration tokens (and
+// GPTQ's Hessians), quantize each linear as planned (with the sensitivity fallback), then run the
+// quantized layer so `hidden` holds the next layer's inputs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mo/quant/layer_plan.h"
+#include "mo/quant/awq.h"
+#include "mo/quant/fp8.h"
+#include "mo/quant/gptq.h"
+#include "mo/quant/layer_select.h"
+#include "mo/quant/quantize.h"
+#include "source_model.h"
+
+namespace mo::quant {
+
+struct PipelineSettings {
+  std::string method;          // rtn | awq | gptq | fp8
+  OutputLayout layout = OutputLayout::gptq;
+  int bits = 4, group_size = 128, fallback_bits = 8;
+  bool sym = true, fp8_per_channel = true;
+  double threshold = 0.98;     // 0: no sensitivity check
+  GptqOptions gptq;
+  AwqOptions awq;
+  LayerSelector skip;
+  std::int64_t capture_tokens = 4096;  // calibration tokens kept per layer for AWQ's search and the sensitivity check
+};
+
+struct QuantizedModule {
+  engine::LinearId id = engine::LinearId::q;
+  LinearPlan plan;
+  QuantizedLinear q;         // plan.kind == integer
+  Fp8Linear f8;              // plan.kind == fp8
+  std::vector<float> f16;    // plan.kind == f16: the weights, already rounded to f16
+};
+
+struct LayerOutcome {
+  std::vector<QuantizedModule> modules;  // in kAllLinears order
+  std::vector<LinearDecision> decisions;
+  std::vector<float> attn_norm, ffn_norm;  // as written (AWQ may have folded scales in), f16-rounded
+  std::string awq_summary;                 // one line per layer for the log (AWQ only)
+};
+
+// hidden: [tokens, hidden] f32, the samples back to back (sample s starts at row starts[s]).
+LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts,
+                            const PipelineSettings& s);
+
+}  // namespace mo::quant

@@ -1,0 +1,183 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "layer_quantizer.h"
+#include "model_writer.h"
+#include "mo/core/error.h"
+#include "mo/core/half.h"
+#include "mo/core/log.h"
+#include "mo/core/memory.h"
+#include "mo/core/progress.h"
+#include "mo/engine/ops/linear.h"
+#include "mo/quant/calibration.h"
+#include "mo/quant/quantize.h"
+#include "output_files.h"
+#include "../convert/output_path.h"
+
+namespace mo::quant {
+namespace {
+
+namespace fs = std::filesystem;
+
+PipelineSettings settings_from(const config::QuantizeConfig& c) {
+  PipelineSettings s;
+  s.method = c.quant_method;
+  if (s.method == "gguf") throw UsageError("quant_method: gguf (k-quants) is not built in this version; use rtn, awq, gptq or fp8");
+  s.layout = s.method == "awq" ? OutputLayout::awq_gemm : s.method == "fp8" ? OutputLayout::fp8 : OutputLayout::gptq;
+  s.bits = static_cast<int>(c.bits);
+  if (s.method != "fp8" && s.bits != 4 && s.bits != 8) throw UsageError(fmt::format("bits: {} is not supported; expected 4 or 8", c.bits));
+  if (s.method == "awq" && s.bits != 4) throw UsageError("bits: AWQ GEMM checkpoints are 4-bit; use quant_method gptq or rtn for INT8");
+  if (c.group_size != -1 && c.group_size != 32 && c.group_size != 64 && c.group_size != 128)
+    throw UsageError(fmt::format("group_size: {} is not supported; expected 32, 64, 128 or -1 (per output channel)", c.group_size));
+  if (s.method == "awq" && c.group_size == -1)
+    throw UsageError("group_size: AWQ GEMM needs a group size (32, 64 or 128); -1 (per channel) is for rtn and gptq");
+  s.group_size = static_cast<int>(c.group_size);
+  s.sym = c.sym;
+  s.fp8_per_channel = c.fp8_scale == "channel";
+  if (c.fallback_bits != 8 && c.fallback_bits != 16) throw UsageError(fmt::format("fallback_bits: {} is not supported; expected 8 or 16", c.fallback_bits));
+  s.fallback_bits = static_cast<int>(c.fallback_bits);
+  s.threshold = c.sensitivity_threshold;
+  s.gptq.damp_percent = c.damp_percent;
+  s.gptq.desc_act = c.desc_act;
+  s.skip = LayerSelector(c.skip_layers);
+  return s;
+}
+
+// Random token ids for --load-format dummy (no tokenizer): enough to measure time and memory.
+std::vector<std::vector<std::int32_t>> random_samples(std::int64_t n, std::int64_t len, std::int64_t vocab, std::uint64_t seed) {
+  std::mt19937_64 rng(seed + 1);
+  std::uniform_int_distribution<std::int32_t> id(0, static_cast<std::int32_t>(vocab - 1));
+  std::vector<std::vector<std::int32_t>> out(n, std::vector<std::int32_t>(len));
+  for (auto& s : out)
+    for (auto& t : s) t = id(rng);
+  return out;
+}
+
+std::string method_title(const PipelineSettings& s) {
+  if (s.method == "fp8") return s.fp8_per_channel ? "FP8 E4M3 per-channel" : "FP8 E4M3 per-tensor";
+  std::string m = s.method == "rtn" ? "RTN" : s.method == "awq" ? "AWQ" : "GPTQ";
+  return fmt::format("{} INT{} {}{}", m, s.bits, s.group_size <= 0 ? std::string("per-channel") : fmt::format("g{}", s.group_size),
+                     s.method == "awq" ? "" : s.sym ? " sym" : " asym");
+}
+
+}  // namespace
+
+std::string LinearDecision::line() const {
+  std::string cos = std::isnan(cosine) ? "" : fmt::format(" (cos {:.4f})", cosine);
+  if (reason.empty()) return fmt::format("{}: {}{}", module, format, cos);
+  return fmt::format("{}: {} - {}{}", module, format, reason, std::isnan(cosine_requested) ? cos : "");
+}
+
+QuantizeReport quantize_model(const config::QuantizeConfig& cfg) {
+  Progress clock("quantize", 1, "step");
+  if (cfg.model_path.empty()) throw UsageError("model_path: missing; expected an HF model directory or a .gguf file");
+  if (cfg.output_path.empty()) throw UsageError("output_path: missing; expected a new directory for the quantized model");
+  const bool dummy = cfg.load_format == "dummy";
+  PipelineSettings s = settings_from(cfg);
+  convert::check_output_path(dummy ? std::string() : cfg.model_path, cfg.output_path, false);
+
+  QuantizeReport rep;
+  rep.input = cfg.model_path;
+  rep.output = cfg.output_path;
+  rep.method = method_title(s);
+  const bool blas_before = ops::blas_for_batches();
+  ops::set_blas_for_batches(true);
+  struct Restore {
+    bool v;
+    ~Restore() { ops::set_blas_for_batches(v); }
+  } restore{blas_before};
+
+  SourceModel src(cfg.model_path, dummy, default_pool());
+  const auto& hp = src.hp();
+  rep.input_bytes = src.files() ? src.files()->total_bytes() : 0;
+  log::info("quantize: {} ({} layers, hidden {}, ffn {}) -> {} as {}", cfg.model_path, hp.num_layers, hp.hidden_size, hp.intermediate_size,
+            cfg.output_path, rep.method);
+
+  // Calibration: needed by AWQ and GPTQ, and by the sensitivity check of every method.
+  std::vector<std::vector<std::int32_t>> samples;
+  if (s.method == "awq" || s.method == "gptq" || s.threshold > 0) {
+    if (dummy) {
+      samples = random_samples(cfg.num_samples, cfg.max_seq_len, hp.vocab_size, cfg.seed);
+      rep.calibration = fmt::format("random token ids ({} x {}; --load-format dummy has no tokenizer)", cfg.num_samples, cfg.max_seq_len);
+    } else {
+      if (!src.tokenizer()) throw UsageError(fmt::format("{}: the model has no tokenizer, so calibration text cannot be tokenized", cfg.model_path));
+      CalibrationOptions co;
+      co.source = cfg.calibration_data;
+      co.text_field = cfg.calibration_field;
+      co.num_samples = cfg.num_samples;
+      co.seq_len = cfg.max_seq_len;
+      co.pack = cfg.calibration_pack;
+      co.seed = static_cast<std::uint64_t>(cfg.seed);
+      CalibrationSet set = load_calibration(co, *src.tokenizer(), src.chat_template());
+      for (const auto& w : set.warnings) {
+        log::warn("calibration: {}", w);
+        rep.notes.push_back(w);
+      }
+      rep.calibration = set.description;
+      if (set.builtin) {
+        const std::string advice = fmt::format(
+            "calibrated on the built-in '{}' set; pass your own production-like samples with --calibration_data FILE "
+            "(accuracy can drop several points when calibration text does not match real inputs)", cfg.calibration_data);
+        log::info("{}", advice);
+        rep.notes.push_back(advice);
+      }
+      samples = std::move(set.samples);
+    }
+    for (const auto& smp : samples) rep.calibration_tokens += static_cast<std::int64_t>(smp.size());
+    rep.calibration_samples = static_cast<std::int64_t>(samples.size());
+    log::info("calibration: {} ({} samples, {} tokens)", rep.calibration, rep.calibration_samples, rep.calibration_tokens);
+  }
+
+  convert::StagedOutput staged(cfg.output_path);
+  fs::create_directories(staged.temp_path());
+  ShardWriter writer(staged.temp_path(), cfg.max_shard_bytes);
+
+  // Hidden states of every calibration token, advanced one layer at a time.
+  std::vector<std::int64_t> starts;
+  std::int64_t total = 0;
+  for (const auto& smp : samples) {
+    starts.push_back(total);
+    total += static_cast<std::int64_t>(smp.size());
+  }
+  std::vector<float> hidden(static_cast<std::size_t>(total * hp.hidden_size));
+  for (std::size_t i = 0; i < samples.size(); ++i) src.engine().embed(samples[i], hidden.data() + starts[i] * hp.hidden_size);
+  samples.clear();
+  {
+    std::vector<float> embd = src.embedding_rows();
+    std::vector<std::uint16_t> h(embd.size());
+    for (std::size_t i = 0; i < embd.size(); ++i) h[i] = f32_to_f16(embd[i]);
+    writer.add("model.embed_tokens.weight", st::Dtype::F16, {hp.vocab_size, hp.hidden_size}, h);
+  }
+
+  Progress progress("quantize", hp.num_layers, "layer");
+  progress.update(0);
+  for (int layer = 0; layer < hp.num_layers; ++layer) {
+    LayerOutcome outcome = quantize_layer(src, layer, hidden, starts, s);
+    write_layer(writer, src, layer, outcome, s.layout);
+    progress.clear();
+    if (!outcome.awq_summary.empty()) log::debug("{}", outcome.awq_summary);
+    for (auto& d : outcome.decisions) {
+      if (!d.reason.empty()) log::info("{}", d.line());
+      rep.decisions.push_back(std::move(d));
+    }
+    progress.update(layer + 1);
+  }
+  progress.finish();
+  for (const auto& p : s.skip.unused()) {
+    rep.notes.push_back(fmt::format("skip_layers: '{}' matched no module", p));
+    log::warn("skip_layers: '{}' matched no module", p);
+  }
+  write_non_layer_tensors(writer, src, rep.decisions);
+  writer.finish();
+  rep.output_bytes = writer.bytes_written();
+  rep.seconds = clock.elapsed_seconds();
+  rep.peak_rss = peak_rss_bytes();
+  write_output_files(staged.temp_path(), src, cfg, s, rep);
+  staged.commit();
+  return rep;
+}
+
+}  // namespace mo::quant

@@ -1,0 +1,195 @@
+// quantize end to end on the real stories260K model (FFN width 172: every shape fallback), through the
+// library entry point; the outputs are loaded back by our engine.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mo/core/error.h"
+#include "mo/core/thread_pool.h"
+#include "mo/engine/generator.h"
+#include "mo/model/model_files.h"
+#include "mo/quant/quantize.h"
+#include "mo/tokenizer/tokenizer.h"
+
+namespace fs = std::filesystem;
+using mo::config::QuantizeConfig;
+
+namespace {
+
+const std::string kStories = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
+const std::string kText = std::string(MO_SHARED_DATA) + "/text/tinystories-sample.txt";
+
+struct TempDir {
+  fs::path path;
+  TempDir() : path(fs::temp_directory_path() / ("mo-quant-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+};
+
+// A small JSONL calibration file from TinyStories text (in-domain for stories260K).
+std::string write_calibration(const fs::path& dir) {
+  std::ifstream in(kText);
+  std::string line, path = (dir / "calib.jsonl").string();
+  std::ofstream out(path);
+  while (std::getline(in, line))
+    if (line.size() > 20) out << nlohmann::json({{"text", line}}).dump() << "\n";
+  return path;
+}
+
+QuantizeConfig config(const std::string& method, const fs::path& out, const std::string& calib) {
+  QuantizeConfig c;
+  c.model_path = kStories;
+  c.output_path = out.string();
+  c.quant_method = method;
+  c.group_size = 32;
+  c.calibration_data = calib;
+  c.num_samples = 8;
+  c.max_seq_len = 64;
+  c.eval = false;
+  return c;
+}
+
+std::vector<std::int32_t> greedy(const std::string& model, int n) {
+  auto files = mo::model::ModelFiles::open(model);
+  auto tok = files.gguf() ? mo::tok::load_tokenizer_gguf(*files.gguf()) : mo::tok::load_tokenizer_json(files.tokenizer_path());
+  mo::engine::Engine engine(mo::engine::bind_weights(files), mo::default_pool());
+  mo::engine::SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = n;
+  p.ignore_eos = true;
+  const std::vector<std::int32_t> prompt = {*tok->special().bos};
+  return mo::engine::generate(engine, *tok, prompt, p, {}, [](std::string_view) {}).output_ids;
+}
+
+std::vector<nlohmann::json> decisions(const fs::path& dir) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(dir / "decisions.jsonl");
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+int agreeing(const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {
+  int n = 0;
+  while (n < static_cast<int>(std::min(a.size(), b.size())) && a[n] == b[n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(QuantizePipeline, EveryMethodWritesALoadableModelAndLogsThe172Fallbacks) {
+  TempDir t;
+  const std::string calib = write_calibration(t.path);
+  const auto base = greedy(kStories, 20);
+  for (const std::string method : {"rtn", "gptq", "awq", "fp8"}) {
+    const fs::path out = t.path / method;
+    mo::quant::QuantizeReport r = mo::quant::quantize_model(config(method, out, calib));
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "model-optimizer.json", "decisions.jsonl"})
+      EXPECT_TRUE(fs::exists(out / f)) << method << ": " << f;
+    const auto log = decisions(out);
+    ASSERT_EQ(log.size(), 36u) << method;  // 5 layers x 7 linears, then lm_head
+    EXPECT_EQ(log[35]["module"], "lm_head");
+    EXPECT_EQ(log[35]["format"], "f16");
+    const auto& down = log[6];
+    EXPECT_EQ(down["module"], "model.layers.0.mlp.down_proj");
+    if (method == "fp8") {
+      EXPECT_EQ(down["format"], "fp8 per-channel");
+    } else {
+      EXPECT_NE(down["reason"].get<std::string>().find("172"), std::string::npos) << method << ": " << down.dump();
+      EXPECT_EQ(down["format"], method == "awq" ? "f16" : "int8 per-channel") << method;
+    }
+    const auto tokens = greedy(out.string(), 20);
+    std::printf("%s, 4-bit request, group 32: %d of 20 greedy tokens agree with the original\n", method.c_str(), agreeing(base, tokens));
+    EXPECT_GE(agreeing(base, tokens), 5) << method;
+    auto manifest = nlohmann::json::parse(std::ifstream(out / "model-optimizer.json"));
+    EXPECT_EQ(manifest["method"], method);
+    EXPECT_EQ(manifest["summary"], r.summary);
+  }
+}
+
+TEST(QuantizePipeline, Int8CopiesGenerateTheSameFirst20GreedyTokens) {
+  TempDir t;
+  const std::string calib = write_calibration(t.path);
+  const auto base = greedy(kStories, 20);
+  for (const std::string method : {"rtn", "gptq"}) {
+    QuantizeConfig c = config(method, t.path / (method + "8"), calib);
+    c.bits = 8;
+    c.group_size = -1;
+    mo::quant::quantize_model(c);
+    EXPECT_EQ(greedy(c.output_path, 20), base) << method;
+  }
+}
+
+TEST(QuantizePipeline, SkipLayersAndSensitivityFallbackAreLogged) {
+  TempDir t;
+  QuantizeConfig c = config("rtn", t.path / "out", write_calibration(t.path));
+  c.skip_layers = {"model.layers.4.*"};
+  c.sensitivity_threshold = 0.9999;  // every INT4 linear is below this: all fall back to INT8
+  mo::quant::quantize_model(c);
+  for (const auto& d : decisions(t.path / "out")) {
+    const std::string m = d["module"], reason = d.value("reason", "");
+    if (m.starts_with("model.layers.4.")) {
+      EXPECT_EQ(d["format"], "f16") << m;
+      EXPECT_NE(reason.find("skip_layers 'model.layers.4.*'"), std::string::npos) << reason;
+    } else if (m.ends_with("q_proj")) {
+      EXPECT_EQ(d["format"], "int8 g32") << m;
+      EXPECT_NE(reason.find("< 0.9999 at int4 g32, fell back to int8 g32"), std::string::npos) << reason;
+      EXPECT_LT(d["cosine_requested"].get<double>(), d["cosine"].get<double>());
+    }
+  }
+}
+
+TEST(QuantizePipeline, RefusesExistingOrInputPathsBeforeAnyWork) {
+  TempDir t;
+  QuantizeConfig c = config("rtn", t.path, "general");
+  try {
+    mo::quant::quantize_model(c);
+    FAIL() << "an existing output_path must be refused";
+  } catch (const mo::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("already exists"), std::string::npos) << e.what();
+  }
+  c.output_path = kStories;
+  EXPECT_THROW(mo::quant::quantize_model(c), mo::UsageError);
+}
+
+TEST(QuantizePipeline, AFailedRunLeavesNoOutput) {
+  TempDir t;
+  const fs::path bad = t.path / "bad.jsonl";
+  std::ofstream(bad) << "{\"text\": \"fine\"}\nnot json\n";
+  QuantizeConfig c = config("awq", t.path / "out", bad.string());
+  EXPECT_THROW(mo::quant::quantize_model(c), mo::Error);
+  EXPECT_FALSE(fs::exists(t.path / "out"));
+  for (const auto& e : fs::directory_iterator(t.path)) EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+TEST(QuantizePipeline, OptionErrorsNameTheKey) {
+  TempDir t;
+  QuantizeConfig c = config("awq", t.path / "out", "general");
+  c.bits = 8;
+  try {
+    mo::quant::quantize_model(c);
+    FAIL();
+  } catch (const mo::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bits:"), std::string::npos) << e.what();
+  }
+  c.bits = 4;
+  c.group_size = 48;
+  try {
+    mo::quant::quantize_model(c);
+    FAIL();
+  } catch (const mo::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("group_size: 48"), std::string::npos) << e.what();
+  }
+}
