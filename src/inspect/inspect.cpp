@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <map>
 
+#include "../convert/output_path.h"
+#include "mo/core/error.h"
 #include "mo/core/strings.h"
 #include "mo/io/gguf.h"
+#include "mo/io/json_file.h"
+#include "mo/quant/hf_quant_config.h"
 #include "mo/tokenizer/tokenizer.h"
 
 namespace mo::inspect {
@@ -29,10 +34,30 @@ nlohmann::json quantization(const model::ModelFiles& m) {
     if (!ft) return nullptr;
     return {{"format", "gguf"}, {"file_type", *ft}, {"name", gguf_file_type_name(*ft)}};
   }
-  return m.quantization_config();
+  if (m.quantization_config().is_null()) return nullptr;
+  nlohmann::json q = m.quantization_config();
+  try {
+    q["description"] = quant::parse_quantization_config(m.quantization_config()).describe();
+  } catch (const Error& e) {
+    q["description"] = fmt::format("{} (not loadable here: {})", m.quantization_config().value("quant_method", "?"), e.what());
+  }
+  return q;
 }
 
 }  // namespace
+
+std::optional<std::string> manifest_summary(const std::string& model_path) {
+  const auto path = std::filesystem::path(model_path) / convert::kMarkerFile;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  try {
+    const nlohmann::json j = io::read_json(path.string());
+    if (j.contains("summary") && j["summary"].is_string()) return j["summary"].get<std::string>();
+    return fmt::format("written by model-optimizer {} ({})", j.value("version", "?"), j.value("command", "?"));
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
 
 std::string gguf_file_type_name(std::int64_t ft) {
   static const std::map<std::int64_t, const char*> names = {
@@ -70,6 +95,7 @@ nlohmann::json describe(const model::ModelFiles& m) {
       {"bytes", m.total_bytes()},
       {"types", types},
       {"quantization", quantization(m)},
+      {"manifest", manifest_summary(m.path()) ? nlohmann::json(*manifest_summary(m.path())) : nlohmann::json(nullptr)},
       {"tokenizer", tokenizer_summary(m)},
       {"chat_template", m.chat_template().empty() ? nlohmann::json(nullptr) : nlohmann::json({{"chars", m.chat_template().size()}})},
   };
@@ -95,7 +121,8 @@ std::string format_text(const nlohmann::json& d) {
   const auto& q = d["quantization"];
   if (q.is_null()) out += "quantization:  none\n";
   else if (q.contains("name")) out += fmt::format("quantization:  GGUF file type {}\n", q["name"].get<std::string>());
-  else out += fmt::format("quantization:  {}\n", q.dump());
+  else out += fmt::format("quantization:  {}\n", q.value("description", q.dump()));
+  if (d.contains("manifest") && d["manifest"].is_string()) out += fmt::format("manifest:      {}\n", d["manifest"].get<std::string>());
   const auto& t = d["tokenizer"];
   if (t.is_null()) {
     out += "tokenizer:     none\n";

@@ -155,6 +155,7 @@ TEST(Config, ExampleConfigsLoad) {
   expect_loads<mo::config::BenchConfig>("bench.yaml", "bench");
   expect_loads<mo::config::QuantizeConfig>("quantize/awq-int4.yaml", "quantize");
   expect_loads<mo::config::QuantizeConfig>("quantize/gguf-q4_k_m.yaml", "quantize");
+  expect_loads<mo::config::QuantizeConfig>("quantize/gptq-int4.yaml", "quantize");
   {
     mo::budget::BudgetConfig c;
     Schema s("budget");
