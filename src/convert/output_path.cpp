@@ -1,7 +1,13 @@
 #include "output_path.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <mutex>
+#include <vector>
 
 #include <filesystem>
 
@@ -20,6 +26,45 @@ bool within(const fs::path& inner, const fs::path& outer) {
     if (i == inner.end() || *i != *o) return false;
   }
   return true;
+}
+
+// Temporary outputs of this process, removed if it is interrupted (Ctrl-C, kill) before they are done.
+std::mutex g_temps_mu;
+std::vector<std::string> g_temps;
+
+void remove_temps_and_exit(int sig) {
+  // Not async-signal-safe in theory; in practice the process is about to end and the worst case is a
+  // left-over directory, which the next run's stale-temp sweep removes.
+  std::error_code ec;
+  for (const auto& t : g_temps) fs::remove_all(t, ec);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void track_temp(const std::string& path, bool add) {
+  std::lock_guard<std::mutex> lock(g_temps_mu);
+  if (add) {
+    g_temps.push_back(path);
+    std::signal(SIGINT, remove_temps_and_exit);
+    std::signal(SIGTERM, remove_temps_and_exit);
+  } else {
+    std::erase(g_temps, path);
+  }
+}
+
+// `<final>.tmp-<pid>` left by a process that no longer runs (killed with SIGKILL, power loss).
+void remove_stale_temps(const std::string& final_path) {
+  const fs::path f(final_path);
+  const fs::path dir = f.parent_path().empty() ? fs::path(".") : f.parent_path();
+  const std::string prefix = f.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+  }
 }
 
 }  // namespace
@@ -54,11 +99,14 @@ void check_output_path(const std::string& input, const std::string& output, bool
 
 StagedOutput::StagedOutput(std::string final_path) : final_(std::move(final_path)) {
   temp_ = final_ + ".tmp-" + std::to_string(::getpid());
+  remove_stale_temps(final_);
   std::error_code ec;
   fs::remove_all(temp_, ec);
+  track_temp(temp_, true);
 }
 
 StagedOutput::~StagedOutput() {
+  track_temp(temp_, false);
   if (committed_) return;
   std::error_code ec;
   fs::remove_all(temp_, ec);
