@@ -41,7 +41,8 @@ class QuantizeCommand : public Command {
     else
       std::cout << fmt::format("  size: {} of tensor data\n", format_bytes(r.output_bytes));
     std::cout << fmt::format("  time: {}, peak memory {}\n", format_duration(r.seconds), format_bytes(r.peak_rss));
-    std::cout << fmt::format("  decisions: {} of {} modules differ from the request (see {}/decisions.jsonl)\n", changed, r.decisions.size(), r.output);
+    std::cout << fmt::format("  decisions: {} of {} modules differ from the request (see {})\n", changed, r.decisions.size(),
+                             r.output.ends_with(".gguf") ? r.output + ".decisions.jsonl" : r.output + "/decisions.jsonl");
     std::cout << fmt::format("  suggested name: {}\n", r.name_suggestion);
     for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
     if (cfg_.eval) std::cout << "note: the before/after evaluation (report.md) is not built in this version; pass --no-eval to silence this\n";

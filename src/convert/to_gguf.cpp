@@ -5,13 +5,12 @@
 #include <map>
 
 #include "directions.h"
+#include "gguf_metadata.h"
 #include "mo/core/build_info.h"
 #include "mo/core/error.h"
 #include "mo/io/gguf_writer.h"
-#include "mo/io/json_file.h"
 #include "mo/model/rope.h"
 #include "mo/model/tensor_names.h"
-#include "mo/tokenizer/tokenizer_export.h"
 #include "output_path.h"
 #include "tensor_convert.h"
 
@@ -24,30 +23,6 @@ using gguf::Value;
 // llama.cpp's file types for float models: ALL_F32, MOSTLY_F16, MOSTLY_BF16.
 std::uint32_t file_type_for(std::uint32_t type) { return type == kF32 ? 0 : type == kF16 ? 1 : 32; }
 
-void set_arch_keys(gguf::Writer& w, const model::Hparams& hp, const std::string& arch) {
-  auto key = [&](const char* k) { return arch + "." + k; };
-  w.set(key("context_length"), Value::u32(static_cast<std::uint32_t>(hp.context_length)));
-  w.set(key("embedding_length"), Value::u32(static_cast<std::uint32_t>(hp.hidden_size)));
-  w.set(key("block_count"), Value::u32(static_cast<std::uint32_t>(hp.num_layers)));
-  w.set(key("feed_forward_length"), Value::u32(static_cast<std::uint32_t>(hp.intermediate_size)));
-  w.set(key("rope.dimension_count"), Value::u32(static_cast<std::uint32_t>(hp.head_dim)));
-  w.set(key("attention.head_count"), Value::u32(static_cast<std::uint32_t>(hp.num_heads)));
-  w.set(key("attention.head_count_kv"), Value::u32(static_cast<std::uint32_t>(hp.num_kv_heads)));
-  w.set(key("attention.layer_norm_rms_epsilon"), Value::f32(static_cast<float>(hp.rms_norm_eps)));
-  w.set(key("rope.freq_base"), Value::f32(static_cast<float>(hp.rope_theta)));
-  if (hp.head_dim * hp.num_heads != hp.hidden_size) {
-    w.set(key("attention.key_length"), Value::u32(static_cast<std::uint32_t>(hp.head_dim)));
-    w.set(key("attention.value_length"), Value::u32(static_cast<std::uint32_t>(hp.head_dim)));
-  }
-  if (hp.rope_scaling.type == "linear") {
-    w.set(key("rope.scaling.type"), Value::str("linear"));
-    w.set(key("rope.scaling.factor"), Value::f32(static_cast<float>(hp.rope_scaling.factor)));
-  }
-  w.set(key("vocab_size"), Value::u32(static_cast<std::uint32_t>(hp.vocab_size)));
-}
-
-nlohmann::json read_optional_json(const fs::path& p) { return fs::exists(p) ? io::read_json(p.string()) : nlohmann::json(); }
-
 }  // namespace
 
 void write_gguf(const model::ModelFiles& in, const std::string& path, const ConvertOptions& opt, ConvertReport& report) {
@@ -55,7 +30,7 @@ void write_gguf(const model::ModelFiles& in, const std::string& path, const Conv
   if (hp.num_experts > 0) throw UsageError(fmt::format("{}: converting MoE (Mixtral) checkpoints to GGUF is not supported yet", in.path()));
   if (!in.quantization_config().is_null())
     throw UsageError(fmt::format("{}: a quantized HF checkpoint cannot be converted to GGUF; convert the original model", in.path()));
-  const std::string arch = hp.arch == "qwen2" ? "qwen2" : "llama";
+  const std::string arch = gguf_arch_name(hp);
   gguf::Writer w(path);
   w.set("general.architecture", Value::str(arch));
   w.set("general.name", Value::str(in.shape().name));
@@ -92,16 +67,7 @@ void write_gguf(const model::ModelFiles& in, const std::string& path, const Conv
   for (const auto& [type, bytes] : bytes_by_type)
     if (bytes > most) most = bytes, main_type = type;
   w.set("general.file_type", Value::u32(file_type_for(main_type)));
-  set_arch_keys(w, hp, arch);
-
-  const fs::path dir(in.path());
-  if (!in.tokenizer_path().empty()) {
-    auto kv = tok::gguf_tokenizer_kv_from_hf(io::read_json(in.tokenizer_path()), read_optional_json(dir / "tokenizer_config.json"), hp.vocab_size);
-    for (auto& [k, v] : kv) w.set(k, std::move(v));
-  } else {
-    report.notes.push_back("the input has no tokenizer.json: no tokenizer metadata written");
-  }
-  if (!in.chat_template().empty() && !w.find("tokenizer.chat_template")) w.set("tokenizer.chat_template", Value::str(in.chat_template()));
+  set_model_keys(w, in, report.notes);
   w.set(kMarkerKey, Value::str(fs::absolute(in.path()).string()));
   w.set("model-optimizer.version", Value::str(build_info().version));
   report.tensors = w.tensor_count();

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <random>
 
+#include "gguf_export.h"
 #include "layer_quantizer.h"
 #include "model_writer.h"
 #include "mo/core/error.h"
@@ -72,6 +73,7 @@ std::string LinearDecision::line() const {
 }
 
 QuantizeReport quantize_model(const config::QuantizeConfig& cfg) {
+  if (cfg.quant_method == "gguf") return quantize_gguf(cfg);
   Progress clock("quantize", 1, "step");
   if (cfg.model_path.empty()) throw UsageError("model_path: missing; expected an HF model directory or a .gguf file");
   if (cfg.output_path.empty()) throw UsageError("output_path: missing; expected a new directory for the quantized model");
