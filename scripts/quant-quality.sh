@@ -33,7 +33,7 @@ echo "|---|---|---|---|---|---|"
 base=""
 for name in f16 rtn-int4-g64 awq-int4-g64 gptq-int4-g64 rtn-int8-pc; do
   dir=$out/$name; [ "$name" = f16 ] && dir=$model
-  [ -s "$out/$name.ppl" ] || "$ppl" "$dir" "$text" --ctx 512 --chunks "$chunks" >"$out/$name.ppl"
+  [ -s "$out/$name.ppl" ] || MO_LOG_LEVEL=warn "$ppl" "$dir" "$text" --ctx 512 --chunks "$chunks" >"$out/$name.ppl"
   p=$(python3 -c "import json,sys;print('%.4f'%json.load(open('$out/$name.ppl'))['ppl'])")
   [ -z "$base" ] && base=$p
   size=$(du -sb --exclude='*.log' "$dir" | cut -f1)
