@@ -1,5 +1,7 @@
 #include "gguf_export.h"
 
+#include "calibration_run.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -152,20 +154,7 @@ ImatrixChoice choose_imatrix(const config::QuantizeConfig& cfg, SourceModel& src
                                 c.m.datasets.empty() ? "" : ", dataset " + c.m.datasets[0]);
     return c;
   }
-  if (!src.tokenizer()) throw UsageError(fmt::format("{}: the model has no tokenizer, so calibration text cannot be tokenized (pass --imatrix none or FILE)", cfg.model_path));
-  CalibrationOptions co;
-  co.source = cfg.calibration_data;
-  co.text_field = cfg.calibration_field;
-  co.num_samples = cfg.num_samples;
-  co.seq_len = cfg.max_seq_len;
-  co.pack = cfg.calibration_pack;
-  co.seed = static_cast<std::uint64_t>(cfg.seed);
-  CalibrationSet set = load_calibration(co, *src.tokenizer(), src.chat_template());
-  for (const auto& w : set.warnings) {
-    log::warn("calibration: {}", w);
-    rep.notes.push_back(w);
-  }
-  rep.calibration = set.description;
+  CalibrationSet set = load_run_calibration(cfg, src, rep, " (pass --imatrix none or FILE)");
   rep.calibration_samples = static_cast<std::int64_t>(set.samples.size());
   rep.calibration_tokens = set.tokens;
   log::info("imatrix: computing from {} ({} samples, {} tokens)", set.description, rep.calibration_samples, rep.calibration_tokens);

@@ -39,6 +39,15 @@ std::int64_t LayerF32::cols(LinearId id) const {
   }
 }
 
+LayerF32 LayerF32::dims_of(const model::Hparams& hp) {
+  LayerF32 w;
+  w.hidden = hp.hidden_size;
+  w.q_dim = hp.num_heads * hp.head_dim;
+  w.kv_dim = hp.num_kv_heads * hp.head_dim;
+  w.ffn = hp.intermediate_size;
+  return w;
+}
+
 std::vector<float>& LayerInputs::of(LinearId id) {
   return const_cast<std::vector<float>&>(static_cast<const LayerInputs*>(this)->of(id));
 }

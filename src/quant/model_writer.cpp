@@ -69,18 +69,11 @@ void write_layer(ShardWriter& out, const SourceModel& src, int layer, LayerOutco
   out.add(prefix + ".input_layernorm.weight", st::Dtype::F16, {hp.hidden_size}, to_f16(outcome.attn_norm));
   out.add(prefix + ".post_attention_layernorm.weight", st::Dtype::F16, {hp.hidden_size}, to_f16(outcome.ffn_norm));
   const engine::LayerWeights& lw = src.weights().layers[layer];
+  const LayerF32 shape = LayerF32::dims_of(hp);
   for (std::size_t i = 0; i < outcome.modules.size(); ++i) {
     QuantizedModule& m = outcome.modules[i];
     LinearDecision& d = outcome.decisions[i];
-    const std::int64_t q_dim = hp.num_heads * hp.head_dim, kv_dim = hp.num_kv_heads * hp.head_dim;
-    std::int64_t rows = 0, cols = hp.hidden_size;
-    switch (m.id) {
-      case LinearId::q: rows = q_dim; break;
-      case LinearId::k: case LinearId::v: rows = kv_dim; break;
-      case LinearId::o: rows = hp.hidden_size; cols = q_dim; break;
-      case LinearId::gate: case LinearId::up: rows = hp.intermediate_size; break;
-      case LinearId::down: rows = hp.hidden_size; cols = hp.intermediate_size; break;
-    }
+    const std::int64_t rows = shape.rows(m.id), cols = shape.cols(m.id);
     if (permute && (m.id == LinearId::q || m.id == LinearId::k)) to_hf_order(m, rows, m.id == LinearId::q ? hp.num_heads : hp.num_kv_heads);
     d.bytes = write_module(out, d.module, m, rows, cols, layout);
     const std::vector<float>* bias = m.id == LinearId::q ? &lw.bq : m.id == LinearId::k ? &lw.bk : m.id == LinearId::v ? &lw.bv : nullptr;

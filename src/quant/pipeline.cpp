@@ -13,7 +13,7 @@
 #include "mo/core/memory.h"
 #include "mo/core/progress.h"
 #include "mo/engine/ops/linear.h"
-#include "mo/quant/calibration.h"
+#include "calibration_run.h"
 #include "mo/quant/quantize.h"
 #include "output_files.h"
 #include "../convert/output_path.h"
@@ -105,20 +105,7 @@ QuantizeReport quantize_model(const config::QuantizeConfig& cfg) {
       samples = random_samples(cfg.num_samples, cfg.max_seq_len, hp.vocab_size, cfg.seed);
       rep.calibration = fmt::format("random token ids ({} x {}; --load-format dummy has no tokenizer)", cfg.num_samples, cfg.max_seq_len);
     } else {
-      if (!src.tokenizer()) throw UsageError(fmt::format("{}: the model has no tokenizer, so calibration text cannot be tokenized", cfg.model_path));
-      CalibrationOptions co;
-      co.source = cfg.calibration_data;
-      co.text_field = cfg.calibration_field;
-      co.num_samples = cfg.num_samples;
-      co.seq_len = cfg.max_seq_len;
-      co.pack = cfg.calibration_pack;
-      co.seed = static_cast<std::uint64_t>(cfg.seed);
-      CalibrationSet set = load_calibration(co, *src.tokenizer(), src.chat_template());
-      for (const auto& w : set.warnings) {
-        log::warn("calibration: {}", w);
-        rep.notes.push_back(w);
-      }
-      rep.calibration = set.description;
+      CalibrationSet set = load_run_calibration(cfg, src, rep);
       if (set.builtin) {
         const std::string advice = fmt::format(
             "calibrated on the built-in '{}' set; pass your own production-like samples with --calibration_data FILE "

@@ -100,11 +100,7 @@ SourceModel::~SourceModel() = default;
 
 LayerF32 SourceModel::decode_layer(int layer) const {
   const auto& hp = engine_->hparams();
-  LayerF32 w;
-  w.hidden = hp.hidden_size;
-  w.q_dim = hp.num_heads * hp.head_dim;
-  w.kv_dim = hp.num_kv_heads * hp.head_dim;
-  w.ffn = hp.intermediate_size;
+  LayerF32 w = LayerF32::dims_of(hp);
   engine::LayerWeights l = original_.layers[layer];
   w.attn_norm = l.attn_norm;
   w.ffn_norm = l.ffn_norm;

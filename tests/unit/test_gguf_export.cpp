@@ -24,36 +24,14 @@
 #include "mo/quant/imatrix.h"
 #include "mo/quant/quantize.h"
 #include "mo/tokenizer/tokenizer.h"
+#include "quant_test_support.h"
 
 namespace fs = std::filesystem;
 using mo::config::QuantizeConfig;
 
 namespace {
 
-const std::string kStories = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
-const std::string kText = std::string(MO_SHARED_DATA) + "/text/tinystories-sample.txt";
-
-struct TempDir {
-  fs::path path;
-  TempDir() : path(fs::temp_directory_path() / ("mo-gguf-export-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
-};
-
-std::string write_calibration(const fs::path& dir) {
-  std::ifstream in(kText);
-  std::string line, path = (dir / "calib.jsonl").string();
-  std::ofstream out(path);
-  while (std::getline(in, line))
-    if (line.size() > 20) out << nlohmann::json({{"text", line}}).dump() << "\n";
-  return path;
-}
+using namespace quant_test;
 
 QuantizeConfig config(const std::string& type, const fs::path& out, const std::string& imatrix, const std::string& calib = "") {
   QuantizeConfig c;
@@ -67,24 +45,6 @@ QuantizeConfig config(const std::string& type, const fs::path& out, const std::s
   c.max_seq_len = 64;
   c.eval = false;
   return c;
-}
-
-std::vector<std::int32_t> greedy(const std::string& model, int n) {
-  auto files = mo::model::ModelFiles::open(model);
-  auto tok = mo::tok::load_tokenizer_gguf(*files.gguf());
-  mo::engine::Engine engine(mo::engine::bind_weights(files), mo::default_pool());
-  mo::engine::SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = n;
-  p.ignore_eos = true;
-  const std::vector<std::int32_t> prompt = {*tok->special().bos};
-  return mo::engine::generate(engine, *tok, prompt, p, {}, [](std::string_view) {}).output_ids;
-}
-
-int agreeing(const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {
-  int n = 0;
-  while (n < static_cast<int>(std::min(a.size(), b.size())) && a[n] == b[n]) ++n;
-  return n;
 }
 
 std::map<std::string, nlohmann::json> decisions(const std::string& gguf) {
@@ -107,7 +67,7 @@ std::string tensor_type(const mo::gguf::File& f, const std::string& name) {
 
 TEST(GgufExport, EveryFileTypeWritesAFileOurEngineLoadsAndGeneratesFrom) {
   if (!fs::exists(kStories)) GTEST_SKIP() << kStories << " not found";
-  TempDir t;
+  TempDir t("mo-gguf-export-test-");
   const std::string calib = write_calibration(t.path);
   const auto base = greedy(kStories, 20);
   // The fewest of 20 greedy tokens each type must share with the f32 original: float copies
@@ -138,7 +98,7 @@ TEST(GgufExport, EveryFileTypeWritesAFileOurEngineLoadsAndGeneratesFrom) {
 
 TEST(GgufExport, The172WideFfnAndThe64WideRowsFallBackAsLlamaCppDoes) {
   if (!fs::exists(kStories)) GTEST_SKIP() << kStories << " not found";
-  TempDir t;
+  TempDir t("mo-gguf-export-test-");
   const fs::path out = t.path / "q4_k_m.gguf";
   mo::quant::quantize_model(config("q4_k_m", out, "none"));
   const mo::gguf::File f = mo::gguf::read_metadata(out.string());
@@ -164,7 +124,7 @@ TEST(GgufExport, The172WideFfnAndThe64WideRowsFallBackAsLlamaCppDoes) {
 
 TEST(GgufExport, AnHfDirectoryGivesTheSameTensorsAsTheGgufItCameFrom) {
   if (!fs::exists(kStories)) GTEST_SKIP() << kStories << " not found";
-  TempDir t;
+  TempDir t("mo-gguf-export-test-");
   // HF keeps Q/K rows in rotate-half order: the export must permute them back before quantizing.
   mo::convert::ConvertOptions co;
   co.output_format = "hf";
@@ -191,7 +151,7 @@ TEST(GgufExport, AnHfDirectoryGivesTheSameTensorsAsTheGgufItCameFrom) {
 
 TEST(GgufExport, SkipLayersKeepF16AndRefusesExistingOutputs) {
   if (!fs::exists(kStories)) GTEST_SKIP() << kStories << " not found";
-  TempDir t;
+  TempDir t("mo-gguf-export-test-");
   const fs::path out = t.path / "skip.gguf";
   QuantizeConfig c = config("q8_0", out, "none");
   c.skip_layers = {"model.layers.4.*", "lm_head"};
@@ -221,7 +181,7 @@ TEST(GgufExport, SkipLayersKeepF16AndRefusesExistingOutputs) {
 
 TEST(GgufExport, ImatrixFromOurEngineRoundTripsThroughTheGgufAndLegacyForms) {
   if (!fs::exists(kStories)) GTEST_SKIP() << kStories << " not found";
-  TempDir t;
+  TempDir t("mo-gguf-export-test-");
   auto files = mo::model::ModelFiles::open(kStories);
   mo::engine::Engine engine(mo::engine::bind_weights(files), mo::default_pool());
   const std::vector<std::vector<std::int32_t>> samples = {{1, 400, 20, 35, 77, 9}, {1, 5, 6, 7}};

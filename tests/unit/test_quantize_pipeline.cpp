@@ -16,37 +16,14 @@
 #include "mo/model/model_files.h"
 #include "mo/quant/quantize.h"
 #include "mo/tokenizer/tokenizer.h"
+#include "quant_test_support.h"
 
 namespace fs = std::filesystem;
 using mo::config::QuantizeConfig;
 
 namespace {
 
-const std::string kStories = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
-const std::string kText = std::string(MO_SHARED_DATA) + "/text/tinystories-sample.txt";
-
-struct TempDir {
-  fs::path path;
-  TempDir() : path(fs::temp_directory_path() / ("mo-quant-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
-};
-
-// A small JSONL calibration file from TinyStories text (in-domain for stories260K).
-std::string write_calibration(const fs::path& dir) {
-  std::ifstream in(kText);
-  std::string line, path = (dir / "calib.jsonl").string();
-  std::ofstream out(path);
-  while (std::getline(in, line))
-    if (line.size() > 20) out << nlohmann::json({{"text", line}}).dump() << "\n";
-  return path;
-}
+using namespace quant_test;
 
 QuantizeConfig config(const std::string& method, const fs::path& out, const std::string& calib) {
   QuantizeConfig c;
@@ -61,30 +38,12 @@ QuantizeConfig config(const std::string& method, const fs::path& out, const std:
   return c;
 }
 
-std::vector<std::int32_t> greedy(const std::string& model, int n) {
-  auto files = mo::model::ModelFiles::open(model);
-  auto tok = files.gguf() ? mo::tok::load_tokenizer_gguf(*files.gguf()) : mo::tok::load_tokenizer_json(files.tokenizer_path());
-  mo::engine::Engine engine(mo::engine::bind_weights(files), mo::default_pool());
-  mo::engine::SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = n;
-  p.ignore_eos = true;
-  const std::vector<std::int32_t> prompt = {*tok->special().bos};
-  return mo::engine::generate(engine, *tok, prompt, p, {}, [](std::string_view) {}).output_ids;
-}
-
 std::vector<nlohmann::json> decisions(const fs::path& dir) {
   std::vector<nlohmann::json> out;
   std::ifstream in(dir / "decisions.jsonl");
   std::string line;
   while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
   return out;
-}
-
-int agreeing(const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {
-  int n = 0;
-  while (n < static_cast<int>(std::min(a.size(), b.size())) && a[n] == b[n]) ++n;
-  return n;
 }
 
 }  // namespace

@@ -17,6 +17,8 @@ struct LayerF32 {
   const std::vector<float>& weight(engine::LinearId id) const;
   std::int64_t rows(engine::LinearId id) const;
   std::int64_t cols(engine::LinearId id) const;
+  // The dimensions of a layer of `hp` (no weights yet).
+  static LayerF32 dims_of(const model::Hparams& hp);
 };
 
 // Inputs of the linears on (a subsample of) the calibration tokens, rows in token order.
