@@ -27,11 +27,14 @@ run rtn-int4-g64 --quant_method rtn --bits 4 --group_size 64
 run awq-int4-g64 --quant_method awq --bits 4 --group_size 64
 run gptq-int4-g64 --quant_method gptq --bits 4 --group_size 64
 run rtn-int8-pc --quant_method rtn --bits 8 --group_size -1
+# The second table: what the sensitivity fallback and act-order contribute.
+run rtn-int4-g64-nosens --quant_method rtn --bits 4 --group_size 64 --sensitivity_threshold 0
+run gptq-int4-g64-noact --quant_method gptq --bits 4 --group_size 64 --no-desc-act
 
 echo "| model | format | size on disk | quantize time | WikiText-2 PPL | vs F16 |"
 echo "|---|---|---|---|---|---|"
 base=""
-for name in f16 rtn-int4-g64 awq-int4-g64 gptq-int4-g64 rtn-int8-pc; do
+for name in f16 rtn-int4-g64 awq-int4-g64 gptq-int4-g64 rtn-int8-pc rtn-int4-g64-nosens gptq-int4-g64-noact; do
   dir=$out/$name; [ "$name" = f16 ] && dir=$model
   [ -s "$out/$name.ppl" ] || MO_LOG_LEVEL=warn "$ppl" "$dir" "$text" --ctx 512 --chunks "$chunks" >"$out/$name.ppl"
   p=$(python3 -c "import json,sys;print('%.4f'%json.load(open('$out/$name.ppl'))['ppl'])")

@@ -25,7 +25,7 @@ void bind(Schema& s, QuantizeConfig& c) {
   s.add("skip_layers", &c.skip_layers, "layers kept unquantized: names, globs or index ranges (lm_head, model.layers.31.*, 29-31)");
   s.add("fallback_bits", &c.fallback_bits, "bits for layers the sensitivity check flags").range(4, 16);
   s.add("damp_percent", &c.damp_percent, "GPTQ dampening, a fraction of the mean Hessian diagonal").range(0, 1);
-  s.add("desc_act", &c.desc_act, "GPTQ act-order (quantize columns by descending Hessian diagonal)");
+  s.add("desc_act", &c.desc_act, "GPTQ act-order: quantize columns by descending Hessian diagonal (default; --no-desc-act turns it off)");
   s.add("load_format", &c.load_format, "auto, or dummy: random weights with the shape of model_path (a preset name or config.json)")
       .one_of({"auto", "dummy"});
   s.add("gguf_type", &c.gguf_type, "GGUF file type for quant_method gguf")

@@ -20,15 +20,20 @@ void round_f16(std::vector<float>& v) {
   for (float& x : v) x = f16_to_f32(f32_to_f16(x));
 }
 
-// Inputs captured by run_layer's observer: every `stride`-th calibration token (up to a cap), plus
-// the Hessians GPTQ needs (over all tokens). Without Hessians only every `sample_stride`-th sample is
-// run, whole, which halves the time of a layer.
+// Thrown by the observer to end a layer run early (run_layer works on a copy and a private KV cache).
+struct StageCaptured {};
+
+// Inputs captured by run_layer's observer: every `stride`-th calibration token (up to a cap), plus for
+// GPTQ the Hessian of one stage's input (over all tokens). Without a Hessian only every
+// `sample_stride`-th sample is run, whole, which halves the time of a layer.
 struct Capture {
   LayerInputs in;
   std::int64_t stride = 1, cap = 0, token0 = 0;  // token0: global index of the current sample's first token
   std::int64_t sample_stride = 1;
   std::vector<std::int64_t> rows;                // the current sample's rows to keep
-  std::unique_ptr<HessianAccumulator> h_attn, h_o, h_mlp, h_down;
+  std::unique_ptr<HessianAccumulator> hessian;   // of hessian_of's input
+  LinearId hessian_of = LinearId::q;
+  bool stop_at_hessian = false;                  // a GPTQ stage needs nothing past its own input
 
   void begin_sample(std::int64_t first, std::int64_t n) {
     token0 = first;
@@ -38,13 +43,36 @@ struct Capture {
   }
   void observe(LinearId id, const float* x, std::int64_t n, std::int64_t dim) {
     if (id == LinearId::k || id == LinearId::v || id == LinearId::up) return;  // same input as q / gate
-    HessianAccumulator* h = id == LinearId::q ? h_attn.get() : id == LinearId::o ? h_o.get() : id == LinearId::gate ? h_mlp.get() : h_down.get();
-    if (h) h->add(x, n);
+    if (hessian && id == hessian_of) hessian->add(x, n);
     auto& dst = in.of(id);
     for (std::int64_t r : rows) dst.insert(dst.end(), x + r * dim, x + (r + 1) * dim);
+    if (stop_at_hessian && id == hessian_of) throw StageCaptured{};
   }
   void end_sample() { in.n += static_cast<std::int64_t>(rows.size()); }
 };
+
+// GPTQ's stages in AutoGPTQ's true-sequential order: a stage's Hessian is taken with the earlier stages
+// already quantized, so each linear corrects the error of the ones before it.
+constexpr LinearId kStageInput[] = {LinearId::q, LinearId::o, LinearId::gate, LinearId::down};
+int stage_of(LinearId id) {
+  switch (id) {
+    case LinearId::q: case LinearId::k: case LinearId::v: return 0;
+    case LinearId::o: return 1;
+    case LinearId::gate: case LinearId::up: return 2;
+    default: return 3;
+  }
+}
+
+Capture new_capture(std::int64_t total, const PipelineSettings& s, bool need_inputs) {
+  Capture cap;
+  cap.cap = need_inputs ? std::min(s.capture_tokens, total) : 0;
+  cap.stride = cap.cap > 0 ? std::max<std::int64_t>(1, total / cap.cap) : total + 1;
+  if (s.method != "gptq" && cap.cap > 0) {
+    cap.sample_stride = cap.stride;
+    cap.stride = 1;
+  }
+  return cap;
+}
 
 void run_all(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts, Capture* cap, bool keep_output) {
   const std::int64_t h = src.hp().hidden_size;
@@ -59,7 +87,10 @@ void run_all(SourceModel& src, int layer, std::vector<float>& hidden, const std:
       src.engine().run_layer(layer, rows, n, 0, cap ? &obs : nullptr);
     } else {
       tmp.assign(rows, rows + n * h);
-      src.engine().run_layer(layer, tmp.data(), n, 0, cap ? &obs : nullptr);
+      try {
+        src.engine().run_layer(layer, tmp.data(), n, 0, cap ? &obs : nullptr);
+      } catch (const StageCaptured&) {
+      }
     }
     if (cap) cap->end_sample();
   }
@@ -123,22 +154,18 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
   const std::int64_t total = hidden.empty() ? 0 : static_cast<std::int64_t>(hidden.size()) / src.hp().hidden_size;
   const bool gptq = s.method == "gptq";
   const bool need_inputs = s.method == "awq" || s.threshold > 0;
-  Capture cap;
-  cap.cap = need_inputs ? std::min(s.capture_tokens, total) : 0;
-  cap.stride = cap.cap > 0 ? std::max<std::int64_t>(1, total / cap.cap) : total + 1;
-  if (!gptq && cap.cap > 0) {
-    cap.sample_stride = cap.stride;
-    cap.stride = 1;
-  }
-  if (gptq) {
-    cap.h_attn = std::make_unique<HessianAccumulator>(w.hidden);
-    cap.h_o = std::make_unique<HessianAccumulator>(w.q_dim);
-    cap.h_mlp = std::make_unique<HessianAccumulator>(w.hidden);
-    cap.h_down = std::make_unique<HessianAccumulator>(w.ffn);
-  }
-  if (total > 0 && (need_inputs || gptq)) run_all(src, layer, hidden, starts, &cap, false);
-  const HessianAccumulator* hess[7] = {cap.h_attn.get(), cap.h_attn.get(), cap.h_attn.get(), cap.h_o.get(),
-                                       cap.h_mlp.get(),  cap.h_mlp.get(),  cap.h_down.get()};
+  // One capture pass per GPTQ stage (only the first for the other methods).
+  auto capture = [&](int stage) {
+    Capture c = new_capture(total, s, need_inputs);
+    if (gptq) {
+      c.hessian_of = kStageInput[stage];
+      c.hessian = std::make_unique<HessianAccumulator>(w.cols(c.hessian_of));
+      c.stop_at_hessian = true;
+    }
+    if (total > 0 && (need_inputs || gptq)) run_all(src, layer, hidden, starts, &c, false);
+    return c;
+  };
+  Capture cap = capture(0);
 
   // Plans first (skip_layers, shape fallbacks), so AWQ leaves 16-bit linears out of its error terms.
   std::vector<LinearPlan> plans;
@@ -184,38 +211,52 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
     return output_error(x.data(), cap.in.n, w.weight(id).data(), dequantized(m).data(), w.rows(id), w.cols(id));
   };
   auto quantize = [&](LinearId id, const LinearPlan& p) {
-    quantize_as(out.modules[index_of(id)], w.weight(id), w.rows(id), w.cols(id), p, s, hess[index_of(id)]);
+    quantize_as(out.modules[index_of(id)], w.weight(id), w.rows(id), w.cols(id), p, s, cap.hessian.get());
     out.modules[index_of(id)].id = id;
     const OutputError e = measure(id);
     dec[index_of(id)].cosine = e.cosine;
     dec[index_of(id)].rel_l2 = e.rel_l2;
   };
-  for (LinearId id : kAllLinears) {
-    const int i = index_of(id);
-    LinearDecision& d = dec[i];
-    quantize(id, plans[i]);
-    if (s.threshold > 0 && d.cosine < s.threshold && plans[i].kind != LinearPlan::f16) {
-      const std::int64_t rows = w.rows(id), cols = w.cols(id);
-      const LinearPlan fb = s.fallback_bits >= 16 || s.layout != OutputLayout::gptq
-                                ? LinearPlan{}
-                                : plan_linear(s.layout, rows, cols, s.fallback_bits, s.group_size, s.sym, s.fp8_per_channel);
-      const std::string why = s.layout == OutputLayout::gptq || s.fallback_bits >= 16
-                                  ? ""
-                                  : fmt::format(" ({} cannot hold INT{})", s.layout == OutputLayout::awq_gemm ? "AWQ GEMM" : "the FP8 format", s.fallback_bits);
-      d.cosine_requested = d.cosine;
-      d.reason = fmt::format("cos {:.4f} < {} at {}, fell back to {}{}", d.cosine, s.threshold, plans[i].label(), fb.label(), why);
-      plans[i] = fb;
-      quantize(id, fb);
+  for (int stage = 0; stage < 4; ++stage) {
+    if (gptq && stage > 0 && total > 0) {
+      // The layer as quantized so far produces this stage's inputs.
+      for (LinearId id : kAllLinears)
+        if (stage_of(id) == stage - 1) w.weight(id) = dequantized(out.modules[index_of(id)]);
+      round_f16(w.attn_norm);
+      round_f16(w.ffn_norm);
+      src.install_layer(layer, w);
+      cap = capture(stage);
+    }
+    for (LinearId id : kAllLinears) {
+      const int i = index_of(id);
+      if (stage_of(id) != stage) continue;
+      LinearDecision& d = dec[i];
+      quantize(id, plans[i]);
+      if (s.threshold > 0 && d.cosine < s.threshold && plans[i].kind != LinearPlan::f16) {
+        const std::int64_t rows = w.rows(id), cols = w.cols(id);
+        const LinearPlan fb = s.fallback_bits >= 16 || s.layout != OutputLayout::gptq
+                                  ? LinearPlan{}
+                                  : plan_linear(s.layout, rows, cols, s.fallback_bits, s.group_size, s.sym, s.fp8_per_channel);
+        const std::string why = s.layout == OutputLayout::gptq || s.fallback_bits >= 16
+                                    ? ""
+                                    : fmt::format(" ({} cannot hold INT{})", s.layout == OutputLayout::awq_gemm ? "AWQ GEMM" : "the FP8 format", s.fallback_bits);
+        d.cosine_requested = d.cosine;
+        d.reason = fmt::format("cos {:.4f} < {} at {}, fell back to {}{}", d.cosine, s.threshold, plans[i].label(), fb.label(), why);
+        plans[i] = fb;
+        quantize(id, fb);
+      }
+    }
+    // A fallback inside a fused group applies to the whole group.
+    if (stage == 0 || stage == 2) {
+      const int g = stage == 0 ? 0 : 1;
+      unify_group(g, plans, [&](int i, int top) {
+        dec[i].cosine_requested = dec[i].cosine;
+        dec[i].reason = fmt::format("vLLM fuses it into {} with {}, which fell back to {}: same format (own cos at {} {:.4f})", fused_label(g),
+                                    dec[top].module, plans[top].label(), plans[i].label(), dec[i].cosine);
+        quantize(kAllLinears[i], plans[top]);
+      });
     }
   }
-  // A fallback inside a fused group applies to the whole group.
-  for (int g = 0; g < 2; ++g)
-    unify_group(g, plans, [&](int i, int top) {
-      dec[i].cosine_requested = dec[i].cosine;
-      dec[i].reason = fmt::format("vLLM fuses it into {} with {}, which fell back to {}: same format (own cos at {} {:.4f})", fused_label(g),
-                                  dec[top].module, plans[top].label(), plans[i].label(), dec[i].cosine);
-      quantize(kAllLinears[i], plans[top]);
-    });
   for (LinearId id : kAllLinears) {
     LinearDecision& d = dec[index_of(id)];
     const LinearPlan& p = out.modules[index_of(id)].plan;

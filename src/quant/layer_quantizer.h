@@ -1,6 +1,6 @@
 #pragma once
 // One decoder layer through the pipeline: capture its linears' inputs on the calibration tokens (and
-// GPTQ's Hessians), quantize each linear as planned (with the sensitivity fallback), then run the
+// GPTQ's Hessians, stage by stage), quantize each linear as planned (with the sensitivity fallback), then run the
 // quantized layer so `hidden` holds the next layer's inputs.
 #include <cstdint>
 #include <string>

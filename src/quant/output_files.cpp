@@ -126,7 +126,7 @@ GptqConfigOptions gptq_options(const PipelineSettings& s, const std::vector<Line
   o.static_groups = o.desc_act;  // act-order always with static groups: g_idx stays i / G
   o.sym = s.sym;
   o.v2 = !s.sym;  // v1 stores zero-1, which a zero of 0 cannot be
-  o.true_sequential = false;     // each layer's linears are quantized from one capture pass
+  o.true_sequential = true;      // layer_quantizer takes each GPTQ stage's Hessian after the earlier stages are quantized
   for (const auto& d : decisions) {
     if (d.module == "lm_head" || d.format == d.requested) continue;
     GptqDynamicRule r;

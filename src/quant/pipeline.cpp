@@ -43,6 +43,8 @@ PipelineSettings settings_from(const config::QuantizeConfig& c) {
   s.threshold = c.sensitivity_threshold;
   s.gptq.damp_percent = c.damp_percent;
   s.gptq.desc_act = c.desc_act;
+  // Group parameters from the error-updated weights (AutoGPTQ's default); up front only with act-order, so g_idx stays i / G.
+  s.gptq.static_groups = c.desc_act;
   s.skip = LayerSelector(c.skip_layers);
   return s;
 }

@@ -9,6 +9,8 @@
 //   mo_tool_dump_weights fp8_decode OUT.f32              e4m3_to_f32 of codes 0..255
 //   mo_tool_dump_weights fp8_quantize IN.f32 ROWS COLS PER_CHANNEL OUT.safetensors   quantize_fp8: q U8, scales F32
 //   mo_tool_dump_weights config awq|gptq|fp8 [JSON options]   the quantization_config we write
+//   mo_tool_dump_weights gptq W.f32 X.f32 ROWS COLS BITS GROUP SYM DESC_ACT STATIC OUT.safetensors
+//       gptq_quantize of W [rows, cols] with the Hessian of X [n, cols]: q U8, scales F16, zeros U8, g_idx I32
 // f32 files are raw little-endian floats. Errors go to stderr with exit code 1.
 #include <algorithm>
 #include <cstdint>
@@ -30,6 +32,7 @@
 #include "mo/model/model_files.h"
 #include "mo/model/tensor_names.h"
 #include "mo/quant/fp8.h"
+#include "mo/quant/gptq.h"
 #include "mo/quant/hf_quant_config.h"
 #include "mo/quant/pack.h"
 
@@ -163,6 +166,26 @@ int cmd_fp8_quantize(const std::vector<std::string>& a) {
   return 0;
 }
 
+int cmd_gptq(const std::vector<std::string>& a) {
+  const auto w = read_floats(a[0]), x = read_floats(a[1]);
+  const std::int64_t rows = std::stoll(a[2]), cols = std::stoll(a[3]);
+  if (static_cast<std::int64_t>(w.size()) != rows * cols || x.size() % cols != 0) throw mo::UsageError("size mismatch");
+  mo::quant::HessianAccumulator h(cols);
+  h.add(x.data(), static_cast<std::int64_t>(x.size()) / cols);
+  mo::quant::GptqOptions o;
+  o.desc_act = a[7] == "1";
+  o.static_groups = a[8] == "1";
+  const auto r = mo::quant::gptq_quantize(w.data(), rows, cols, h, {std::stoi(a[4]), std::stoi(a[5]), a[6] == "1"}, o);
+  using D = mo::st::Dtype;
+  const auto& q = r.q;
+  const std::int64_t ng = static_cast<std::int64_t>(q.scales.size()) / rows;
+  mo::st::write_file(a[9], {td("q", D::U8, {rows, cols}, q.q.data(), q.q.size()),
+                            td("scales", D::F16, {rows, ng}, q.scales.data(), q.scales.size() * 2),
+                            td("zeros", D::U8, {rows, ng}, q.zeros.data(), q.zeros.size()),
+                            td("g_idx", D::I32, {cols}, q.g_idx.data(), q.g_idx.size() * 4)});
+  return 0;
+}
+
 int cmd_config(const std::string& kind, const json& opt) {
   json out;
   if (kind == "awq") {
@@ -211,6 +234,7 @@ int run(const std::vector<std::string>& a) {
     write_bytes(a[1], out.data(), out.size() * 4);
     return 0;
   }
+  if (a.size() == 11 && a[0] == "gptq") return cmd_gptq({a.begin() + 1, a.end()});
   if (a.size() == 6 && a[0] == "fp8_quantize") return cmd_fp8_quantize({a.begin() + 1, a.end()});
   if ((a.size() == 2 || a.size() == 3) && a[0] == "config") return cmd_config(a[1], a.size() == 3 ? json::parse(a[2]) : json::object());
   throw mo::UsageError("usage: see the comment at the top of tests/tools/dump_weights.cpp");

@@ -27,7 +27,7 @@ struct QuantizeConfig {
   std::vector<std::string> skip_layers;          // names, globs or layer ranges kept unquantized
   std::int64_t fallback_bits = 8;                // bits for layers found sensitive
   double damp_percent = 0.01;                    // GPTQ Hessian dampening
-  bool desc_act = false;                         // GPTQ act-order
+  bool desc_act = true;                          // GPTQ act-order (static groups: g_idx stays i / G, loads like plain GPTQ)
   std::string load_format = "auto";              // auto | dummy (random weights of a preset's shape, for speed/memory runs)
   std::uint64_t max_shard_bytes = 2'000'000'000ull; // safetensors shard size
   std::string gguf_type = "q4_k_m";              // GGUF file type for quant_method gguf
