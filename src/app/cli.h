@@ -20,11 +20,15 @@ class Command {
 };
 
 std::vector<std::unique_ptr<Command>> all_commands();
+std::unique_ptr<Command> make_bench_command();
 std::unique_ptr<Command> make_budget_command();
 std::unique_ptr<Command> make_convert_command();
+std::unique_ptr<Command> make_diagnose_command();
+std::unique_ptr<Command> make_eval_command();
 std::unique_ptr<Command> make_generate_command();
 std::unique_ptr<Command> make_inspect_command();
 std::unique_ptr<Command> make_quantize_command();
+std::unique_ptr<Command> make_serve_command();
 
 // Parses argv, runs the chosen command and maps errors to exit codes (0 ok, 1 runtime, 2 usage).
 int run_cli(int argc, char** argv);

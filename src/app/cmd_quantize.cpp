@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <cctype>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -8,11 +9,59 @@
 #include "mo/config/commands.h"
 #include "mo/core/progress.h"
 #include "mo/core/strings.h"
+#include "mo/core/error.h"
 #include "mo/core/thread_pool.h"
+#include "mo/eval/evaluate.h"
 #include "mo/quant/quantize.h"
+#include "mo/report/eval_report.h"
 
 namespace mo::app {
 namespace {
+
+std::string to_upper(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// "AWQ INT4 g128", "GGUF Q4_K_M", "FP8": what the verdict line calls the quantized model.
+std::string method_label(const config::QuantizeConfig& c) {
+  if (c.quant_method == "gguf") return "GGUF " + to_upper(c.gguf_type);
+  if (c.quant_method == "fp8") return "FP8";
+  return fmt::format("{} INT{} {}", to_upper(c.quant_method), c.bits, c.group_size > 0 ? fmt::format("g{}", c.group_size) : "per-channel");
+}
+
+eval::EvalSettings eval_settings_of(const config::QuantizeConfig& c) {
+  eval::EvalSettings s;
+  s.text = c.eval_text == "none" ? "" : c.eval_text;
+  s.ppl.n_ctx = static_cast<int>(c.eval_ctx);
+  s.ppl.max_windows = static_cast<int>(c.eval_ppl_windows);
+  s.tasks = c.eval_tasks;
+  s.limit = c.eval_limit;
+  s.latency = c.eval_latency;
+  return s;
+}
+
+// Evaluates the source against the new model and writes report.md/report.json beside (or into) the output.
+report::ReportPaths evaluate_output(const config::QuantizeConfig& cfg, const quant::QuantizeReport& r, std::string* verdict) {
+  try {
+    const eval::EvalResult e = eval::evaluate(r.output, cfg.model_path, eval_settings_of(cfg));
+    report::ReportContext ctx;
+    ctx.title = fmt::format("{}: {} → {}", method_label(cfg), e.base->info.name, e.model.info.name);
+    ctx.method = method_label(cfg);
+    ctx.command = report::invoking_command_line();
+    ctx.decisions = report::summarize_decisions(r.output.ends_with(".gguf") ? r.output + ".decisions.jsonl" : r.output + "/decisions.jsonl");
+    ctx.notes.push_back(fmt::format("Calibration: {} ({} samples, {} tokens).", r.calibration, r.calibration_samples, r.calibration_tokens));
+    if (eval::tasks_limited(e))
+      ctx.notes.push_back(fmt::format("Tasks are limited to their first {} items (eval_limit): a quick run, not the full sets.", cfg.eval_limit));
+    if (eval::ppl_limited(e))
+      ctx.notes.push_back(fmt::format("Perplexity and KL use the first {} of the text's {} windows (eval_ppl_windows).", e.model.ppl->windows,
+                                      e.ppl_windows_available));
+    *verdict = report::verdict(e, ctx);
+    return report::write_report(r.output, e, ctx);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("evaluation: {} (the quantized model at {} is complete; evaluate it later with `model-optimizer eval`)", e.what(), r.output));
+  }
+}
 
 class QuantizeCommand : public Command {
  public:
@@ -28,6 +77,11 @@ class QuantizeCommand : public Command {
       nlohmann::json j = {{"input", r.input}, {"output", r.output}, {"method", r.method}, {"summary", r.summary},
                           {"name_suggestion", r.name_suggestion}, {"input_bytes", r.input_bytes}, {"output_bytes", r.output_bytes},
                           {"seconds", r.seconds}, {"peak_rss_bytes", r.peak_rss}, {"notes", r.notes}};
+      if (cfg_.eval && cfg_.load_format != "dummy") {
+        std::string verdict;
+        const auto paths = evaluate_output(cfg_, r, &verdict);
+        j["report"] = {{"markdown", paths.markdown}, {"json", paths.json}, {"verdict", verdict}};
+      }
       std::cout << j.dump(2) << "\n";
       return 0;
     }
@@ -45,7 +99,15 @@ class QuantizeCommand : public Command {
                              r.output.ends_with(".gguf") ? r.output + ".decisions.jsonl" : r.output + "/decisions.jsonl");
     std::cout << fmt::format("  suggested name: {}\n", r.name_suggestion);
     for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
-    if (cfg_.eval) std::cout << "note: the before/after evaluation (report.md) is not built in this version; pass --no-eval to silence this\n";
+    if (!cfg_.eval) return 0;
+    if (cfg_.load_format == "dummy") {
+      std::cout << "note: no evaluation for random (dummy) weights\n";
+      return 0;
+    }
+    std::cout << std::flush;
+    std::string verdict;
+    const auto paths = evaluate_output(cfg_, r, &verdict);
+    std::cout << fmt::format("  verdict: {}\n  report: {}\n", verdict, paths.markdown);
     return 0;
   }
 

@@ -32,6 +32,12 @@ void bind(Schema& s, QuantizeConfig& c) {
       .one_of({"f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q5_k_s", "q4_k_m", "q4_k_s", "q4_0", "q3_k_m", "q2_k"});
   s.add("imatrix", &c.imatrix, "importance matrix for k-quants: auto, none or a FILE").placeholder("auto|none|FILE");
   s.add("eval", &c.eval, "evaluate base and quantized models afterwards and write report.md");
+  s.add("eval_text", &c.eval_text, "evaluation perplexity/KL text: a file or a built-in set (wikitext2, tinystories); none = skip");
+  s.add("eval_ctx", &c.eval_ctx, "evaluation perplexity window in tokens").range(8, 1 << 20);
+  s.add("eval_ppl_windows", &c.eval_ppl_windows, "evaluation perplexity windows; 0 = all").range(0, 10000000);
+  s.add("eval_tasks", &c.eval_tasks, "evaluation tasks: JSONL files or built-in names (arc_easy, piqa, ...)");
+  s.add("eval_limit", &c.eval_limit, "items per evaluation task; 0 = all").range(0, 10000000);
+  s.add("eval_latency", &c.eval_latency, "measure TTFT and tokens/s of both models");
   s.add("device", &c.device, "compute device").one_of(kDevices);
   s.add("threads", &c.threads, "CPU threads; 0 = all cores").range(0, 1024);
   s.add("json", &c.json, "print the summary as JSON");
@@ -56,6 +62,14 @@ void bind(Schema& s, ServeConfig& c) {
   s.add("request_timeout", &c.request_timeout, "seconds before a request is aborted").range(1, 86400);
   s.add("max_queue_len", &c.max_queue_len, "waiting requests before new ones get 503").range(1, 1 << 20);
   s.add("device", &c.device, "compute device").one_of(kDevices);
+  s.add("shutdown_timeout", &c.shutdown_timeout, "seconds in-flight requests get to finish after SIGINT/SIGTERM").range(0, 3600);
+  s.add("default_max_tokens", &c.default_max_tokens, "output tokens when a request sets no max_tokens; 0 = up to max_model_len (completions: 16)").range(0, 1 << 24);
+  s.add("default_temperature", &c.default_temperature, "temperature when a request sets none").range(0, 2);
+  s.add("default_top_p", &c.default_top_p, "top_p when a request sets none").range(1e-6, 1);
+  s.add("default_top_k", &c.default_top_k, "top_k when a request sets none; 0 = all tokens").range(-1, 1 << 24);
+  s.add("default_min_p", &c.default_min_p, "min_p when a request sets none").range(0, 1);
+  s.add("default_repetition_penalty", &c.default_repetition_penalty, "repetition_penalty when a request sets none").range(0.01, 100);
+  s.add("seed", &c.seed, "seed of requests that set none (request k uses seed + k)");
 }
 
 void bind(Schema& s, BenchConfig& c) {
@@ -73,29 +87,55 @@ void bind(Schema& s, BenchConfig& c) {
   s.add("slo", &c.slo, "goodput SLOs, e.g. ttft=500ms,tpot=50ms");
   s.add("out", &c.out, "write all samples and the summary to this JSON file").placeholder("FILE");
   s.add("seed", &c.seed, "random seed for prompts and arrivals");
-  s.add("json", &c.json, "print the summary as JSON");
+  s.add("json", &c.json, "print the results JSON (summaries, no samples) instead of the table");
+  s.add("input_len_dist", &c.input_len_dist, "prompt length distribution").one_of({"fixed", "uniform", "normal"});
+  s.add("input_len_spread", &c.input_len_spread, "uniform: +-spread*input_len; normal: sd = spread*input_len").range(0, 10);
+  s.add("output_len_dist", &c.output_len_dist, "output length distribution").one_of({"fixed", "uniform", "normal"});
+  s.add("output_len_spread", &c.output_len_spread, "uniform: +-spread*output_len; normal: sd = spread*output_len").range(0, 10);
+  s.add("arrival", &c.arrival, "arrival process with request_rate").one_of({"poisson", "constant"});
+  s.add("warmup", &c.warmup, "requests per level sent before measuring, not counted").range(0, 100000);
+  s.add("ignore_eos", &c.ignore_eos, "send ignore_eos so the server generates exactly max_tokens (vLLM, SGLang, llama-server)");
+  s.add("timeout", &c.timeout, "seconds before a request counts as failed").range(0.1, 86400);
+  s.add("progress", &c.progress, "live progress line on stderr");
+  s.add("action", &c.action, "'compare': compare base_results with new_results instead of running a load").placeholder("compare").as_positional();
+  s.add("base_results", &c.base_results, "compare: reference results JSON (from --out)").placeholder("BASE.json").as_positional();
+  s.add("new_results", &c.new_results, "compare: results JSON checked against base_results").placeholder("NEW.json").as_positional();
+  s.add("max_regression", &c.max_regression, "compare: limits such as tpot_p50=5%,throughput=-5%; crossing one exits 1");
 }
 
 void bind(Schema& s, DiagnoseConfig& c) {
   s.add("original", &c.original, "the original model").placeholder("PATH");
   s.add("quantized", &c.quantized, "the quantized model").placeholder("PATH");
-  s.add("data", &c.data, "samples to run: JSON/JSONL/text file or a built-in set").placeholder("FILE");
+  s.add("data", &c.data, "samples to run: JSON/JSONL/text file or a built-in set (general, code, chat)").placeholder("FILE");
+  s.add("data_field", &c.data_field, "where a record's text is: auto | text | messages | prompt+completion | another key");
   s.add("threshold", &c.threshold, "cosine similarity under which a layer is flagged").range(0, 1);
   s.add("num_samples", &c.num_samples, "samples used").range(1, 100000);
-  s.add("output_path", &c.output_path, "directory for diagnose.md, diagnose.json and the plot").placeholder("DIR");
+  s.add("max_seq_len", &c.max_seq_len, "tokens per sample").range(2, 1 << 20);
+  s.add("seed", &c.seed, "which records/windows of the data are taken").range(0, 1LL << 62);
+  s.add("output_path", &c.output_path, "directory for diagnose.md, diagnose.json and diagnose.svg").placeholder("DIR");
   s.add("device", &c.device, "compute device").one_of(kDevices);
+  s.add("threads", &c.threads, "CPU threads; 0 = all cores").range(0, 1024);
   s.add("json", &c.json, "print the result as JSON");
 }
 
 void bind(Schema& s, EvalConfig& c) {
-  s.add("model_path", &c.model_path, "model to evaluate").placeholder("PATH");
-  s.add("base_model", &c.base_model, "base model to compare against").placeholder("PATH");
-  s.add("text", &c.text, "perplexity text file; empty = built-in").placeholder("FILE");
+  s.add("model_path", &c.model_path, "model to evaluate: HF directory or .gguf file").placeholder("MODEL").as_positional();
+  s.add("base_model", &c.base_model, "base model to compare against (KL divergence, deltas)").placeholder("PATH");
+  s.add("text", &c.text, "perplexity text: a file or a built-in set (wikitext2, tinystories); none = skip").placeholder("FILE");
+  s.add("ppl_method", &c.ppl_method, "perplexity method: llama.cpp (comparable with llama-perplexity) or strided (Hugging Face)")
+      .one_of({"llama.cpp", "strided"});
   s.add("ctx", &c.ctx, "perplexity context length in tokens").range(8, 1 << 20);
-  s.add("tasks", &c.tasks, "multiple-choice JSONL task files");
+  s.add("stride", &c.stride, "strided method: tokens between window starts").range(1, 1 << 20);
+  s.add("ppl_windows", &c.ppl_windows, "perplexity windows run; 0 = all").range(0, 10000000);
+  s.add("tasks", &c.tasks, "multiple-choice JSONL task files or built-in names (arc_easy, piqa, copa, boolq, winogrande, lambada_openai)");
   s.add("limit", &c.limit, "items per task; 0 = all").range(0, 10000000);
-  s.add("output_path", &c.output_path, "directory for report.md and report.json").placeholder("DIR");
+  s.add("latency", &c.latency, "measure TTFT, prefill and decode tokens/s");
+  s.add("latency_prompt_tokens", &c.latency_prompt_tokens, "prompt tokens of the latency runs").range(1, 1 << 20);
+  s.add("latency_output_tokens", &c.latency_output_tokens, "output tokens of the latency runs").range(2, 1 << 20);
+  s.add("latency_runs", &c.latency_runs, "measured latency runs after one warm-up (median reported)").range(1, 1000);
+  s.add("output_path", &c.output_path, "directory for report.md and report.json; empty = print only").placeholder("DIR");
   s.add("device", &c.device, "compute device").one_of(kDevices);
+  s.add("threads", &c.threads, "CPU threads; 0 = all cores").range(0, 1024);
   s.add("json", &c.json, "print the results as JSON");
 }
 

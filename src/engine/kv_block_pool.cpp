@@ -79,6 +79,13 @@ void BlockPool::release(int block) {
   if (--meta_[block].ref_count == 0) push_back_free(block);
 }
 
+void BlockPool::retain_cached(int block) {
+  check_id(block, "retain_cached");
+  if (!meta_[block].hash) throw Error(fmt::format("BlockPool::retain_cached: block {} has no hash", block));
+  if (meta_[block].ref_count == 0) unlink_free(block);
+  ++meta_[block].ref_count;
+}
+
 void BlockPool::mark_full(int block) {
   check_id(block, "mark_full");
   if (meta_[block].ref_count == 0) throw Error(fmt::format("BlockPool::mark_full: block {} is free", block));

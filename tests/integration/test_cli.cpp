@@ -1,4 +1,5 @@
 // Runs the real binary the way a user does and checks what they would see: output, messages, exit codes.
+#include "cli_run.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -9,36 +10,16 @@
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using Result = mo::test::CliResult;
+using mo::test::has;
 
-Result run(const std::string& args, const std::string& env = "") {
-  static int n = 0;
-  std::string err_file = (std::filesystem::temp_directory_path() / ("mo_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(n++))).string();
-  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(MO_BINARY) + " " + args + " 2>" + err_file;
-  Result r{};
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  std::size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, got);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  std::filesystem::remove(err_file);
-  return r;
-}
+Result run(const std::string& args, const std::string& env = "") { return mo::test::run_cli(args, env); }
 
 std::string temp_yaml(const std::string& name, const std::string& text) {
   auto path = std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
   std::ofstream(path) << text;
   return path.string();
 }
-
-bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 TEST(Cli, HelpListsEverySubcommandAndExitCodes) {
   auto r = run("--help");
@@ -95,12 +76,6 @@ TEST(Cli, ConvertInspectAndGenerateOnStories260K) {
                      "red ball. She wanted to play with it, but it was too high");
   EXPECT_TRUE(has(gen.err, "generated tokens: 60")) << gen.err;
   std::filesystem::remove_all(dir);
-}
-
-TEST(Cli, UnbuiltCommandSaysSoAndExits2) {
-  auto r = run("serve --model_path x");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(has(r.err, "model-optimizer serve: not built yet")) << r.err;
 }
 
 TEST(Cli, MisspelledFlagExits2WithSuggestion) {

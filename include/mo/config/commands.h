@@ -32,7 +32,13 @@ struct QuantizeConfig {
   std::uint64_t max_shard_bytes = 2'000'000'000ull; // safetensors shard size
   std::string gguf_type = "q4_k_m";              // GGUF file type for quant_method gguf
   std::string imatrix = "auto";                  // auto | none | FILE
-  bool eval = true;                              // evaluate base vs quantized afterwards
+  bool eval = true;                              // evaluate base vs quantized afterwards (report.md)
+  std::string eval_text = "wikitext2";           // perplexity/KL text: file or built-in set; "none" = skip
+  std::int64_t eval_ctx = 512;                   // tokens per perplexity window
+  std::int64_t eval_ppl_windows = 40;            // perplexity windows; 0 = all
+  std::vector<std::string> eval_tasks = {"arc_easy"};  // task files or built-in names
+  std::int64_t eval_limit = 300;                 // items per task; 0 = all
+  bool eval_latency = true;                      // measure TTFT and tokens/s
   std::string device = "auto";                   // cpu | cuda | auto
   std::int64_t threads = 0;                      // 0 = all cores
   bool json = false;
@@ -58,6 +64,14 @@ struct ServeConfig {
   double request_timeout = 600;                  // seconds
   std::int64_t max_queue_len = 1024;             // waiting requests before 503
   std::string device = "auto";
+  double shutdown_timeout = 30;                  // seconds in-flight requests get to finish after SIGINT/SIGTERM
+  std::int64_t default_max_tokens = 0;           // output cap when a request gives none; 0 = the rest of max_model_len (completions: 16)
+  double default_temperature = 1.0;              // sampling defaults for parameters a request leaves out
+  double default_top_p = 1.0;
+  std::int64_t default_top_k = 0;
+  double default_min_p = 0.0;
+  double default_repetition_penalty = 1.0;
+  std::int64_t seed = 0;                         // sampling seed of requests that give none (each request gets seed + its number)
 };
 void bind(Schema& s, ServeConfig& c);
 
@@ -74,33 +88,58 @@ struct BenchConfig {
   std::string dataset;                           // JSONL/ShareGPT file; empty = synthetic prompts
   std::string api_key;
   std::string slo;                               // e.g. "ttft=500ms,tpot=50ms"
-  std::string out;                               // results JSON path
+  std::string out;                               // results JSON path; the .md report and .svg plot go beside it
   std::int64_t seed = 0;
   bool json = false;
+  std::string input_len_dist = "fixed";          // fixed | uniform | normal
+  double input_len_spread = 0;                   // uniform: +-spread*input_len; normal: sd = spread*input_len
+  std::string output_len_dist = "fixed";         // fixed | uniform | normal
+  double output_len_spread = 0;
+  std::string arrival = "poisson";               // poisson | constant (with request_rate)
+  std::int64_t warmup = 1;                       // requests per level before measuring, not counted
+  bool ignore_eos = true;                        // ask the server to generate exactly max_tokens
+  double timeout = 600;                          // seconds per request
+  bool progress = true;                          // live progress line on stderr
+  std::string action;                            // "compare": compare two results files instead of running
+  std::string base_results;                      // compare: the reference results JSON
+  std::string new_results;                       // compare: the results JSON checked against it
+  std::string max_regression;                    // compare: "tpot_p50=5%,throughput=-5%"; crossing one exits 1
 };
 void bind(Schema& s, BenchConfig& c);
 
 struct DiagnoseConfig {
-  std::string original;
-  std::string quantized;
-  std::string data = "general";
-  double threshold = 0.98;
-  std::int64_t num_samples = 32;
-  std::string output_path;
+  std::string original;                          // the original model: HF directory or .gguf
+  std::string quantized;                         // its quantization: HF directory (AWQ/GPTQ/INT8/FP8) or .gguf
+  std::string data = "general";                  // samples: JSON/JSONL/text file or a built-in set (general | code | chat)
+  std::string data_field = "auto";               // where a record's text is (as calibration_field)
+  double threshold = 0.98;                       // local cosine under which a linear / layer is flagged
+  std::int64_t num_samples = 32;                 // samples run through both models
+  std::int64_t max_seq_len = 256;                // tokens per sample
+  std::int64_t seed = 0;                         // which records/windows are taken
+  std::string output_path;                       // directory for diagnose.md, diagnose.json, diagnose.svg; empty = print only
   std::string device = "auto";
+  std::int64_t threads = 0;                      // 0 = all cores
   bool json = false;
 };
 void bind(Schema& s, DiagnoseConfig& c);
 
 struct EvalConfig {
-  std::string model_path;
-  std::string base_model;                        // compare against this model when set
-  std::string text;                              // perplexity text file; empty = built-in set
-  std::int64_t ctx = 512;
-  std::vector<std::string> tasks;                // multiple-choice JSONL files
+  std::string model_path;                        // model to evaluate: HF directory or .gguf
+  std::string base_model;                        // compare against this model when set (KL, deltas)
+  std::string text = "wikitext2";                // perplexity text: a file or a built-in set (wikitext2, tinystories); "none" = skip
+  std::string ppl_method = "llama.cpp";          // llama.cpp | strided
+  std::int64_t ctx = 512;                        // tokens per perplexity window
+  std::int64_t stride = 256;                     // strided method: tokens between window starts
+  std::int64_t ppl_windows = 0;                  // perplexity windows run; 0 = all
+  std::vector<std::string> tasks;                // multiple-choice JSONL files or built-in task names
   std::int64_t limit = 0;                        // items per task; 0 = all
-  std::string output_path;
+  bool latency = true;                           // measure TTFT and prefill/decode tokens/s
+  std::int64_t latency_prompt_tokens = 128;
+  std::int64_t latency_output_tokens = 64;
+  std::int64_t latency_runs = 3;                 // measured runs after one warm-up; the median is reported
+  std::string output_path;                       // directory for report.md and report.json; empty = print only
   std::string device = "auto";
+  std::int64_t threads = 0;                      // 0 = all cores
   bool json = false;
 };
 void bind(Schema& s, EvalConfig& c);

@@ -34,6 +34,9 @@ class BlockPool {
   void retain(int block);
   // One fewer holder; at 0 the block goes to the back of the free list, keeping its hash until reused.
   void release(int block);
+  // A prefix-cache hit: one more holder of a block that still has a hash, taking it back off the free
+  // list (keeping its metadata) when no sequence held it.
+  void retain_cached(int block);
 
   // Metadata hooks for prefix caching. mark_full is idempotent; set_hash requires a full block.
   void mark_full(int block);

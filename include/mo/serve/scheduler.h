@@ -1,0 +1,110 @@
+#pragma once
+// Continuous batching over a paged KV cache (vLLM v1's scheduler, simplified). Each step takes, within
+// max_num_batched_tokens and max_num_seqs:
+//   1. every running sequence's pending tokens (one decode token, or the next prefill chunk), oldest
+//      first; when the pool runs out of blocks the newest running sequence is preempted (its blocks
+//      freed, its tokens recomputed later from the front of the waiting queue);
+//   2. then, if nothing was preempted, waiting sequences in arrival order, each starting from the
+//      longest run of its full prompt blocks already in the prefix cache.
+// Host bookkeeping only: the caller runs the model on the plan, then commit()s it and appends the
+// sampled tokens. A request moves WAITING -> RUNNING -> (PREEMPTED -> WAITING) -> FINISHED.
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "mo/engine/kv_block_pool.h"
+
+namespace mo::serve {
+
+struct SchedulerConfig {
+  int num_blocks = 0;                  // blocks in the KV pool
+  int block_size = 16;                 // tokens per block
+  int max_num_seqs = 256;              // running sequences at most
+  int max_num_batched_tokens = 2048;   // tokens in one step at most
+  bool enable_chunked_prefill = true;  // a prompt may be split over steps
+  bool enable_prefix_caching = true;   // reuse full blocks of equal prefixes
+};
+
+// One sequence's share of a step: tokens [start_pos, start_pos + num_tokens) of it.
+struct ScheduledChunk {
+  std::int64_t seq_id = 0;
+  int start_pos = 0;
+  int num_tokens = 0;
+  std::vector<int> slots;  // [num_tokens] KV slot of each token
+  bool samples = false;    // the chunk ends at the last known token: sample the next one from it
+};
+
+struct StepPlan {
+  std::vector<ScheduledChunk> chunks;     // running sequences first, then newly admitted ones
+  std::vector<std::int64_t> preempted;    // sequences sent back to waiting during this step
+  int num_tokens = 0;                     // tokens in all chunks
+  bool empty() const { return chunks.empty(); }
+};
+
+struct PrefixCacheStats {
+  std::int64_t queried_tokens = 0;  // prompt tokens looked up on admission
+  std::int64_t hit_tokens = 0;      // of those, found in cached blocks
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(const SchedulerConfig& cfg);
+
+  // A new request at the back of the waiting queue. `use_prefix_cache` false: compute every token (the
+  // caller needs logits for the whole prompt).
+  void add(std::int64_t seq_id, std::vector<std::int32_t> prompt, bool use_prefix_cache = true);
+  StepPlan schedule();
+  // After the model ran `plan`: its tokens are in the cache; full blocks join the prefix cache.
+  void commit(const StepPlan& plan);
+  // A sampled token joins a running sequence (computed in a later step).
+  void append_token(std::int64_t seq_id, std::int32_t token);
+  // Ends a sequence (finished or aborted, waiting or running) and frees its blocks at once.
+  void finish(std::int64_t seq_id);
+
+  bool contains(std::int64_t seq_id) const { return seqs_.contains(seq_id); }
+  std::span<const std::int32_t> tokens(std::int64_t seq_id) const;
+  std::span<const int> block_table(std::int64_t seq_id) const;
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  std::span<const std::int64_t> running() const { return running_; }
+  int num_blocks_used() const { return pool_.num_used(); }
+  int num_blocks_free() const { return pool_.num_free(); }
+  int num_preemptions() const { return num_preemptions_; }
+  const PrefixCacheStats& prefix_cache_stats() const { return prefix_stats_; }
+  const SchedulerConfig& config() const { return cfg_; }
+
+ private:
+  struct Seq {
+    std::vector<std::int32_t> tokens;          // prompt, then output so far
+    std::vector<int> blocks;                   // block table
+    std::vector<std::uint64_t> block_hashes;   // keys of the leading full blocks, as far as computed
+    int num_computed = 0;                      // tokens whose K and V are in the cache
+    bool use_prefix_cache = true;
+  };
+  Seq& seq(std::int64_t seq_id);
+  const Seq& seq(std::int64_t seq_id) const;
+  // Reserves slots for the next n tokens of s (all or nothing).
+  bool allocate_slots(Seq& s, int n, std::vector<int>& slots);
+  std::optional<int> allocate_block();
+  void free_blocks(Seq& s);
+  void preempt_newest();
+  void take_cached_prefix(Seq& s);
+  void cache_full_blocks(Seq& s);
+  std::uint64_t block_hash(Seq& s, int block_index);
+
+  SchedulerConfig cfg_;
+  engine::BlockPool pool_;
+  std::unordered_map<std::int64_t, Seq> seqs_;
+  std::vector<std::int64_t> running_;   // admission order: oldest first
+  std::deque<std::int64_t> waiting_;    // preempted ones go to the front
+  std::unordered_map<std::uint64_t, int> cached_;  // prefix hash -> block holding those tokens
+  std::vector<std::optional<std::uint64_t>> hash_of_block_;
+  PrefixCacheStats prefix_stats_;
+  int num_preemptions_ = 0;
+};
+
+}  // namespace mo::serve

@@ -1,0 +1,197 @@
+#include <fmt/format.h>
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli.h"
+#include "mo/bench/compare.h"
+#include "mo/bench/report.h"
+#include "mo/bench/runner.h"
+#include "mo/config/commands.h"
+#include "mo/core/error.h"
+#include "mo/core/log.h"
+#include "mo/core/strings.h"
+#include "mo/io/json_file.h"
+
+namespace mo::app {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_interrupt(int) { g_stop.store(true); }
+
+// First Ctrl-C stops the run and keeps what was measured; a second one (handler reset) kills it.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+void write_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!f) throw Error(fmt::format("--out: cannot write {}", tmp.string()));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+nlohmann::json without_samples(nlohmann::json j) {
+  for (auto& l : j["levels"]) l.erase("samples");
+  return j;
+}
+
+class BenchCommand : public Command {
+ public:
+  const char* name() const override { return "bench"; }
+  const char* summary() const override {
+    return "load-test any OpenAI-compatible server: TTFT, TPOT, ITL, throughput; 'bench compare BASE NEW' gates regressions";
+  }
+  void bind(config::Schema& s) override { config::bind(s, cfg_); }
+  int run() override { return cfg_.action.empty() && cfg_.base_results.empty() ? run_load() : run_compare(); }
+
+ private:
+  int run_compare() {
+    if (cfg_.action != "compare" || cfg_.base_results.empty() || cfg_.new_results.empty())
+      throw UsageError(fmt::format("bench: unexpected arguments '{}'; the only action is 'compare BASE.json NEW.json'",
+                                   join({cfg_.action, cfg_.base_results, cfg_.new_results}, " ")));
+    const auto limits = bench::parse_max_regression(cfg_.max_regression);
+    const auto base = io::read_json(cfg_.base_results);
+    const auto now = io::read_json(cfg_.new_results);
+    const auto r = bench::compare_results(base, now, limits, cfg_.base_results, cfg_.new_results);
+    std::cout << r.table;
+    for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+    if (r.regression) {
+      std::cout << "regression: a --max-regression limit was crossed\n";
+      return kExitRuntime;
+    }
+    std::cout << (limits.empty() ? "no --max-regression limits given\n" : "no regression\n");
+    return kExitOk;
+  }
+
+  bench::RunOptions options() const {
+    bench::RunOptions o;
+    o.ep.url = bench::parse_url(cfg_.base_url, "--base-url");
+    o.ep.endpoint = cfg_.endpoint;
+    o.ep.model = cfg_.model;
+    o.ep.api_key = cfg_.api_key;
+    o.ep.stream = cfg_.stream;
+    o.ep.ignore_eos = cfg_.ignore_eos;
+    o.ep.timeout_s = cfg_.timeout;
+    o.levels = bench::parse_levels(cfg_.concurrency);
+    o.request_rate = cfg_.request_rate;
+    o.arrival = cfg_.arrival;
+    o.warmup = cfg_.warmup;
+    o.workload.input = {cfg_.input_len_dist, cfg_.input_len, cfg_.input_len_spread};
+    o.workload.output = {cfg_.output_len_dist, cfg_.output_len, cfg_.output_len_spread};
+    o.workload.dataset = cfg_.dataset;
+    o.workload.num_prompts = cfg_.num_prompts;
+    o.workload.seed = static_cast<std::uint64_t>(cfg_.seed);
+    o.slo = bench::parse_slo(cfg_.slo);
+    o.progress = cfg_.progress && !cfg_.json;
+    if (!cfg_.dataset.empty()) bench::load_dataset_prompts(cfg_.dataset);  // bad file: fail before any load
+    if (!cfg_.out.empty()) {
+      const auto dir = std::filesystem::absolute(cfg_.out).parent_path();
+      if (!std::filesystem::is_directory(dir)) throw UsageError(fmt::format("--out '{}': directory {} does not exist", cfg_.out, dir.string()));
+    }
+    return o;
+  }
+
+  nlohmann::json workload_json() const {
+    return {{"endpoint", cfg_.endpoint},          {"stream", cfg_.stream},
+            {"concurrency", cfg_.concurrency},    {"request_rate", cfg_.request_rate},
+            {"arrival", cfg_.arrival},            {"num_prompts", cfg_.num_prompts},
+            {"warmup", cfg_.warmup},              {"input_len", cfg_.input_len},
+            {"input_len_dist", cfg_.input_len_dist}, {"input_len_spread", cfg_.input_len_spread},
+            {"output_len", cfg_.output_len},      {"output_len_dist", cfg_.output_len_dist},
+            {"output_len_spread", cfg_.output_len_spread}, {"dataset", cfg_.dataset},
+            {"ignore_eos", cfg_.ignore_eos},      {"timeout_s", cfg_.timeout},
+            {"slo", cfg_.slo},                    {"seed", cfg_.seed}};
+  }
+
+  // /v1/models: server info for the results, and the model name when none was given.
+  void ask_models(bench::RunOptions& o, bench::RunContext& ctx) const {
+    bench::HttpRequest req;
+    req.path = o.ep.url.path_prefix + "/models";
+    req.timeout_s = std::min(cfg_.timeout, 30.0);
+    if (!o.ep.api_key.empty()) req.headers.emplace_back("Authorization", "Bearer " + o.ep.api_key);
+    const auto r = bench::http_send(o.ep.url, req);
+    nlohmann::json j = r.ok && r.status == 200 ? nlohmann::json::parse(r.body, nullptr, false) : nlohmann::json();
+    if (j.is_object() && j.contains("data") && j["data"].is_array()) {
+      ctx.server_models = j["data"];
+    } else {
+      ctx.server_note = !r.ok ? r.error : r.status != 200 ? fmt::format("HTTP {}", r.status) : "the answer has no \"data\" list";
+    }
+    if (o.ep.model.empty()) {
+      if (ctx.server_models.empty() || !ctx.server_models[0].contains("id"))
+        throw Error(fmt::format("--base-url {}: cannot list models at {}/models ({}); is the server up? pass --model to skip this", cfg_.base_url,
+                                cfg_.base_url, ctx.server_note.empty() ? "empty list" : ctx.server_note));
+      o.ep.model = ctx.server_models[0]["id"].get<std::string>();
+    }
+    ctx.model = o.ep.model;
+  }
+
+  int run_load() {
+    bench::RunOptions o = options();
+    bench::RunContext ctx;
+    ctx.base_url = cfg_.base_url;
+    ctx.started_at = bench::utc_now_iso();
+    ctx.workload = workload_json();
+    ask_models(o, ctx);
+    if (!ctx.server_note.empty()) log::warn("bench: /v1/models: {}", ctx.server_note);
+
+    g_stop.store(false);
+    InterruptGuard guard;
+    const bench::RunResult result = bench::run_benchmark(o, g_stop);
+    if (!result.calibration.measured) log::warn("bench: prompt lengths {}", result.calibration.note);
+    const nlohmann::json results = bench::results_json(result, ctx);
+
+    if (cfg_.json) std::cout << without_samples(results).dump(2) << "\n";
+    else std::cout << bench::terminal_table(results);
+    if (!cfg_.out.empty()) {
+      const std::filesystem::path out = cfg_.out;
+      const std::filesystem::path md = std::filesystem::path(out).replace_extension(".md");
+      const std::filesystem::path svg = std::filesystem::path(out).replace_extension(".svg");
+      write_atomically(out, results.dump(1) + "\n");
+      write_atomically(svg, bench::svg_plot(results));
+      write_atomically(md, bench::markdown_report(results, svg.filename().string()));
+      if (!cfg_.json) std::cout << fmt::format("wrote {}, {}, {}\n", out.string(), md.string(), svg.string());
+    }
+    if (result.interrupted) {
+      std::cerr << "bench: interrupted; the results above are partial\n";
+      return 130;
+    }
+    long long completed = 0;
+    for (const auto& l : result.levels) completed += l.summary.completed;
+    if (completed == 0) {
+      std::cerr << "error: bench: no request succeeded (see the failure reasons above)\n";
+      return kExitRuntime;
+    }
+    return kExitOk;
+  }
+
+  config::BenchConfig cfg_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_bench_command() { return std::make_unique<BenchCommand>(); }
+
+}  // namespace mo::app

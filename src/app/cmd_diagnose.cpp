@@ -1,0 +1,53 @@
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli.h"
+#include "mo/config/commands.h"
+#include "mo/core/error.h"
+#include "mo/core/thread_pool.h"
+#include "mo/diagnose/diagnose.h"
+#include "mo/diagnose/report.h"
+
+namespace mo::app {
+namespace {
+
+class DiagnoseCommand : public Command {
+ public:
+  const char* name() const override { return "diagnose"; }
+  const char* summary() const override { return "per-layer error of a quantized model against its original, with advice"; }
+  void bind(config::Schema& s) override { config::bind(s, cfg_); }
+  int run() override {
+    if (cfg_.device == "cuda") throw UsageError("device: diagnose runs on the CPU engine (the reference) in this version; use --device cpu");
+    if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
+    diagnose::DiagnoseOptions opt;
+    opt.original = cfg_.original;
+    opt.quantized = cfg_.quantized;
+    opt.data = cfg_.data;
+    opt.data_field = cfg_.data_field;
+    opt.threshold = cfg_.threshold;
+    opt.num_samples = cfg_.num_samples;
+    opt.max_seq_len = cfg_.max_seq_len;
+    opt.seed = static_cast<std::uint64_t>(cfg_.seed);
+    const diagnose::DiagnoseResult r = diagnose::run_diagnose(opt);
+
+    diagnose::ReportPaths paths;
+    if (!cfg_.output_path.empty()) paths = diagnose::write_reports(cfg_.output_path, r);
+    if (cfg_.json) {
+      std::cout << diagnose::to_json(r).dump(2) << "\n";
+      return 0;
+    }
+    std::cout << diagnose::render_terminal(r);
+    if (!paths.markdown.empty()) std::cout << fmt::format("report: {}, {} and {}\n", paths.markdown, paths.json, paths.svg);
+    return 0;
+  }
+
+ private:
+  config::DiagnoseConfig cfg_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_diagnose_command() { return std::make_unique<DiagnoseCommand>(); }
+
+}  // namespace mo::app

@@ -1,0 +1,164 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "mo/core/error.h"
+#include "mo/engine/kv_cache.h"
+#include "mo/eval/perplexity.h"
+#include "mo/eval/tasks.h"
+
+namespace mo::eval {
+namespace {
+
+struct Request {
+  std::vector<std::int32_t> tokens;  // context + continuation
+  int ctx_len = 0;                   // tokens of the context (BOS included)
+};
+
+struct Scored {
+  double loglik = 0;
+  bool greedy = true;  // every continuation token is the argmax
+};
+
+// lm-evaluation-harness's split: encode context+continuation together and cut at the context's length,
+// so a token that merges across the boundary counts as continuation.
+Request make_request(const tok::Tokenizer& tok, const std::string& ctx, const std::string& cont, const std::string& where) {
+  const auto& sp = tok.special();
+  std::vector<std::int32_t> whole = tok.encode(ctx + cont, false, false);
+  const std::size_t n_ctx = tok.encode(ctx, false, false).size();
+  Request r;
+  if (sp.add_bos && sp.bos) r.tokens.push_back(*sp.bos);
+  r.tokens.insert(r.tokens.end(), whole.begin(), whole.end());
+  r.ctx_len = static_cast<int>(std::min(n_ctx + (r.tokens.size() - whole.size()), r.tokens.size()));
+  if (r.ctx_len == 0) throw UsageError(fmt::format("{}: empty context and the model has no BOS token to start from", where));
+  if (r.ctx_len == static_cast<int>(r.tokens.size())) throw UsageError(fmt::format("{}: the continuation tokenizes to nothing", where));
+  return r;
+}
+
+std::int64_t argmax(const float* x, std::int64_t n) { return std::max_element(x, x + n) - x; }
+
+// All requests of one item in two forward steps: their common prefix once, then each remainder as a fork.
+std::vector<Scored> score_item(engine::Engine& engine, const std::vector<Request>& reqs, engine::KvStorage& kv) {
+  using namespace mo::engine;
+  int prefix = reqs[0].ctx_len;
+  for (const auto& r : reqs) {
+    prefix = std::min(prefix, r.ctx_len);
+    int k = 0;
+    while (k < prefix && r.tokens[static_cast<std::size_t>(k)] == reqs[0].tokens[static_cast<std::size_t>(k)]) ++k;
+    prefix = k;
+  }
+  const std::int64_t n_vocab = engine.hparams().vocab_size;
+  KvCacheManager mgr(kv.num_blocks(), kv.layout().block_size);
+  std::vector<float> prefix_logits;  // [vocab]: predicts the token at position `prefix`
+  if (prefix > 0) {
+    mgr.add_sequence(0);
+    auto app = mgr.append(0, prefix);
+    if (!app) throw Error("tasks: the KV cache cannot hold the shared prefix");
+    SeqChunk chunk{std::span(reqs[0].tokens.data(), static_cast<std::size_t>(prefix)), app->start_pos, app->slots, mgr.block_table(0), false};
+    prefix_logits = engine.forward(std::span<const SeqChunk>(&chunk, 1), kv);
+  }
+  std::vector<AppendResult> apps;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto id = static_cast<std::int64_t>(i + 1);
+    if (prefix > 0) mgr.fork(0, id);
+    else mgr.add_sequence(id);
+    auto app = mgr.append(id, static_cast<int>(reqs[i].tokens.size()) - prefix);
+    if (!app) throw Error("tasks: the KV cache cannot hold one item");
+    for (const auto& c : app->copies) kv.copy_block(c.src_block, c.dst_block);
+    apps.push_back(std::move(*app));
+  }
+  std::vector<std::vector<int>> tables;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    auto t = mgr.block_table(static_cast<std::int64_t>(i + 1));
+    tables.emplace_back(t.begin(), t.end());
+  }
+  std::vector<SeqChunk> chunks;
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    chunks.push_back({std::span(reqs[i].tokens).subspan(static_cast<std::size_t>(prefix)), apps[i].start_pos, apps[i].slots, tables[i], true});
+  const std::vector<float> logits = engine.forward(chunks, kv);
+
+  std::vector<Scored> out(reqs.size());
+  std::int64_t row0 = 0;  // first row of request i in `logits`
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto& r = reqs[i];
+    const int len = static_cast<int>(r.tokens.size());
+    for (int p = r.ctx_len; p < len; ++p) {
+      // The logits predicting position p come from position p - 1.
+      const float* row = p == prefix ? prefix_logits.data() : logits.data() + (row0 + (p - 1 - prefix)) * n_vocab;
+      const std::int32_t tok = r.tokens[static_cast<std::size_t>(p)];
+      out[i].loglik -= token_nll(row, n_vocab, tok);
+      out[i].greedy = out[i].greedy && argmax(row, n_vocab) == tok;
+    }
+    row0 += len - prefix;
+  }
+  return out;
+}
+
+int best_of(const std::vector<double>& scores) {
+  return static_cast<int>(std::max_element(scores.begin(), scores.end()) - scores.begin());  // first of equals, as numpy.argmax
+}
+
+}  // namespace
+
+TaskResult run_task(engine::Engine& engine, const tok::Tokenizer& tok, const TaskFile& task, std::int64_t limit,
+                    const std::function<void(std::int64_t, std::int64_t)>& on_item) {
+  const std::int64_t total = static_cast<std::int64_t>(task.items.size());
+  const std::int64_t n = limit > 0 ? std::min(limit, total) : total;
+  std::vector<std::vector<Request>> all(static_cast<std::size_t>(n));
+  std::int64_t max_tokens = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const TaskItem& item = task.items[static_cast<std::size_t>(i)];
+    std::int64_t tokens = 0;
+    for (std::size_t c = 0; c < item.contexts.size(); ++c) {
+      all[static_cast<std::size_t>(i)].push_back(make_request(tok, item.contexts[c], item.continuations[c], fmt::format("{} item {}", task.path, i + 1)));
+      tokens += static_cast<std::int64_t>(all[static_cast<std::size_t>(i)].back().tokens.size());
+    }
+    max_tokens = std::max(max_tokens, tokens);
+  }
+  // One storage for every item: enough blocks for the largest item's sequences, each with a spare
+  // block for its copy-on-write and its partial tail.
+  const auto layout = engine.kv_layout(16, engine::KvDtype::f16);
+  std::int64_t max_choices = 0;
+  for (const auto& item : task.items) max_choices = std::max<std::int64_t>(max_choices, static_cast<std::int64_t>(item.contexts.size()));
+  engine::KvStorage kv(layout, static_cast<int>(max_tokens / layout.block_size + 2 * (max_choices + 1)));
+
+  TaskResult r;
+  r.name = task.name;
+  r.path = task.path;
+  r.items = n;
+  r.total_items = total;
+  r.completion = !task.items.empty() && task.items.front().completion;
+  double correct = 0, correct_norm = 0, loglik = 0, chance = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const TaskItem& item = task.items[static_cast<std::size_t>(i)];
+    const auto scored = score_item(engine, all[static_cast<std::size_t>(i)], kv);
+    if (item.completion) {
+      correct += scored[0].greedy;
+      loglik += scored[0].loglik;
+    } else {
+      std::vector<double> ll, norm;
+      for (std::size_t c = 0; c < scored.size(); ++c) {
+        ll.push_back(scored[c].loglik);
+        norm.push_back(scored[c].loglik / static_cast<double>(item.continuations[c].size()));
+      }
+      correct += best_of(ll) == item.gold;
+      correct_norm += best_of(norm) == item.gold;
+      chance += 1.0 / static_cast<double>(scored.size());
+    }
+    if (on_item) on_item(i + 1, n);
+  }
+  const double dn = static_cast<double>(n);
+  r.acc = correct / dn;
+  r.acc_stderr = binomial_stderr(r.acc, n);
+  if (r.completion) {
+    r.mean_loglik = loglik / dn;
+  } else {
+    r.acc_norm = correct_norm / dn;
+    r.acc_norm_stderr = binomial_stderr(*r.acc_norm, n);
+    r.chance = chance / dn;
+  }
+  return r;
+}
+
+}  // namespace mo::eval

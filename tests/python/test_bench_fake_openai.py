@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""`model-optimizer bench` against an independent fake OpenAI server written with Python's http.server.
+
+The server is scripted: the first token 100 ms after the request, then one token every 20 ms, every
+third chunk carrying two tokens, usage in a last chunk (when stream_options.include_usage asks), the
+SSE body framed by closing the connection (no chunked encoding; the C++ fake covers that one). Its
+"tokenizer" counts 1.5 tokens per prompt word plus 3.
+
+- A sweep over concurrency 1, 4, 16 measures TTFT, TPOT, ITL and throughput within 15% of the script
+  (20% for throughput; one of three sweeps, the machine being shared), with output token counts from
+  usage although there are fewer chunks than tokens.
+- The chat endpoint with a ShareGPT dataset sends the first human turn of each record.
+- `python3 test_bench_fake_openai.py --serve PORT [ITL_MS]` runs the fake server alone (used for docs/bench.md).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+TTFT_S, ITL_S, PAIR_EVERY = 0.100, 0.020, 3
+SEEN_PROMPTS = []
+
+
+def prompt_tokens(text):
+    words = len(text.split(" ")) if text else 0
+    return words + words // 2 + 3
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Without TCP_NODELAY, Nagle holds each small SSE write until the client's delayed ACK (up to 40 ms).
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args):
+        pass
+
+    def send_json(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/v1/models":
+            self.send_json(200, {"object": "list", "data": [{"id": "py-fake", "object": "model", "owned_by": "tests"}]})
+        else:
+            self.send_json(404, {"error": {"message": "not found"}})
+
+    def do_POST(self):
+        arrived = time.monotonic()
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        chat = self.path.endswith("/chat/completions")
+        text = req["messages"][0]["content"] if chat else req["prompt"]
+        SEEN_PROMPTS.append(text)
+        n_out, n_in = int(req["max_tokens"]), prompt_tokens(text)
+        usage = {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}
+
+        def wait_for_token(j):
+            delay = arrived + TTFT_S + j * ITL_S - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+
+        if not req.get("stream"):
+            wait_for_token(n_out - 1)
+            out = " tok" * n_out
+            choice = {"index": 0, "message": {"role": "assistant", "content": out}} if chat else {"index": 0, "text": out}
+            self.send_json(200, {"choices": [dict(choice, finish_reason="length")], "usage": usage})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+        def event(obj):
+            self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+            self.wfile.flush()
+
+        j, chunk = 0, 0
+        while j < n_out:
+            pair = chunk > 0 and chunk % PAIR_EVERY == 0 and j + 1 < n_out
+            last = j + 1 if pair else j
+            wait_for_token(last)
+            piece = " tok tok" if pair else " tok"
+            finish = "length" if last + 1 == n_out else None
+            choice = {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
+            event({"choices": [dict(choice, finish_reason=finish)]})
+            j, chunk = last + 1, chunk + 1
+        if req.get("stream_options", {}).get("include_usage"):
+            event({"choices": [], "usage": usage})
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+class Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default listen backlog of 5 drops SYNs at concurrency 16: +1 s TTFT
+    daemon_threads = True
+
+
+def start_server(port=0):
+    srv = Server(("127.0.0.1", port), FakeOpenAI)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def bench(*args):
+    return subprocess.run([os.environ["MO_BINARY"], "bench", "--no-progress", *args], capture_output=True, text=True)
+
+
+def timing_misses(res):
+    """Timing against the script, 15% (20% for throughput); returns what missed."""
+    misses = []
+
+    def near(what, value, want, rel=0.15):
+        if abs(value - want) > rel * want:
+            misses.append(f"{what} = {value:.2f}, script {want:.2f}")
+
+    e2e_s = TTFT_S + 15 * ITL_S
+    for level in res["levels"]:
+        c, s = level["concurrency"], level["summary"]
+        near(f"c={c} TTFT median ms", s["ttft_ms"]["median"], TTFT_S * 1000)
+        near(f"c={c} TPOT mean ms", s["tpot_ms"]["mean"], ITL_S * 1000)
+        near(f"c={c} ITL median ms", s["itl_ms"]["median"], ITL_S * 1000)
+        near(f"c={c} ITL mean ms", s["itl_ms"]["mean"], ITL_S * 1000)
+        rounds = -(-32 // c)
+        near(f"c={c} output tokens/s", s["output_throughput"], 32 * 16 / (rounds * e2e_s), 0.2)
+    return misses
+
+
+def check_sweep(srv, tmp):
+    url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    out = tmp / "sweep.json"
+    # The build machine is shared and can stall a process for 100-300 ms; timing passes when one of three
+    # sweeps matches the script, while the counts below must hold on every sweep.
+    misses = []
+    for attempt in range(3):
+        r = bench("--base-url", url, "--concurrency", "1,4,16", "--num-prompts", "32", "--input-len", "64", "--output-len", "16",
+                  "--out", str(out))
+        assert r.returncode == 0, r.stderr + r.stdout
+        res = json.loads(out.read_text())
+        assert res["server"]["model"] == "py-fake", res["server"]
+        for level in res["levels"]:
+            c, s = level["concurrency"], level["summary"]
+            assert s["completed"] == 32 and s["failed"] == 0, s
+            assert s["token_counts_from_usage"], s
+            assert s["output_len"]["mean"] == 16, s["output_len"]
+            assert abs(s["input_len"]["mean"] - 64) <= 1, s["input_len"]
+            assert all(x["chunks"] < 16 for x in level["samples"]), "two-token chunks were sent"
+            assert s["itl_ms"]["count"] == 32 * 15, s["itl_ms"]
+            assert s["peak_concurrency"] == c, (c, s["peak_concurrency"])
+        miss = timing_misses(res)
+        if not miss:
+            break
+        misses.append(f"sweep {attempt + 1}: " + "; ".join(miss))
+    else:
+        raise AssertionError("\n".join(misses))
+    assert (tmp / "sweep.md").exists() and (tmp / "sweep.svg").exists()
+    same = bench("compare", str(out), str(out), "--max-regression", "tpot_p50=5%,throughput=-5%")
+    assert same.returncode == 0, same.stdout + same.stderr
+
+
+def check_chat_sharegpt(srv, tmp):
+    url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    data = tmp / "sharegpt.json"
+    data.write_text(json.dumps([{"conversations": [{"from": "human", "value": f"question number {i} about the sea"},
+                                                   {"from": "gpt", "value": "an answer"}]} for i in range(5)]))
+    SEEN_PROMPTS.clear()
+    r = bench("--base-url", url, "--endpoint", "chat", "--dataset", str(data), "--concurrency", "2", "--num-prompts", "10",
+              "--output-len", "4", "--warmup", "0")
+    assert r.returncode == 0, r.stderr + r.stdout
+    asked = set(SEEN_PROMPTS[2:])  # after the two calibration probes
+    assert asked == {f"question number {i} about the sea" for i in range(5)}, asked
+
+
+def main():
+    global ITL_S
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--serve":
+        if len(sys.argv) == 4:
+            ITL_S = float(sys.argv[3]) / 1000
+        start_server(int(sys.argv[2]))
+        print(f"fake OpenAI server on http://127.0.0.1:{sys.argv[2]}/v1, ITL {ITL_S * 1000:g} ms", flush=True)
+        while True:
+            time.sleep(3600)
+    srv = start_server()
+    with tempfile.TemporaryDirectory() as tmp:
+        check_sweep(srv, Path(tmp))
+        check_chat_sharegpt(srv, Path(tmp))
+    srv.shutdown()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

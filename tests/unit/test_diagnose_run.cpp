@@ -1,0 +1,100 @@
+// run_diagnose on stories260K: against itself, and against a copy whose layer 2 is quantized to 2
+// bits and every other layer to 8.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "mo/core/error.h"
+#include "mo/diagnose/diagnose.h"
+#include "mo/diagnose/report.h"
+#include "test_diagnose_fixture.h"
+
+namespace {
+
+const std::string kData = MO_SHARED_DATA;
+const std::string kStories = kData + "/models/stories260K.gguf";
+const std::string kText = kData + "/text/tinystories-sample.txt";
+
+mo::diagnose::DiagnoseOptions options(const std::string& quantized) {
+  mo::diagnose::DiagnoseOptions o;
+  o.original = kStories;
+  o.quantized = quantized;
+  o.data = kText;
+  o.num_samples = 4;
+  o.max_seq_len = 64;
+  return o;
+}
+
+TEST(DiagnoseRun, IdenticalModelsHaveCosineOneEverywhereAndNothingFlagged) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " not found";
+  const auto r = mo::diagnose::run_diagnose(options(kStories));
+  EXPECT_EQ(r.samples, 4);
+  EXPECT_EQ(r.tokens, 4 * 64);
+  ASSERT_EQ(r.layers.size(), 5u);
+  for (const auto& l : r.layers) {
+    EXPECT_NEAR(l.local.cosine, 1.0, 1e-9) << "layer " << l.layer;
+    EXPECT_NEAR(l.cumulative.cosine, 1.0, 1e-9) << "layer " << l.layer;
+    EXPECT_FALSE(l.flagged);
+    ASSERT_EQ(l.linears.size(), 7u);
+    for (const auto& x : l.linears) {
+      EXPECT_NEAR(x.local.cosine, 1.0, 1e-9) << x.module;
+      EXPECT_EQ(x.local.max_abs, 0.0) << x.module;
+      EXPECT_FALSE(x.flagged) << x.module;
+      EXPECT_GT(x.weights.variance, 0.0) << x.module;
+    }
+  }
+  EXPECT_NEAR(r.output.kl_mean, 0.0, 1e-9);
+  EXPECT_EQ(r.output.top1_agreement, 1.0);
+  EXPECT_TRUE(r.advice.skip_layers.empty());
+  EXPECT_NE(mo::diagnose::render_terminal(r).find("flagged (local cosine < 0.98): 0 linears in 0 layers"), std::string::npos);
+}
+
+TEST(DiagnoseRun, TwoBitLayerIsTheOnlyOneFlaggedLocallyAndTheAdviceNamesIt) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " not found";
+  const auto dir = std::filesystem::temp_directory_path() / ("mo_diag_run_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string fixture = (dir / "layer2-2bit.gguf").string();
+  mo::test::write_fake_quantized_gguf(kStories, fixture, [](int layer) { return layer == 2 ? 2 : 8; });
+  const auto r = mo::diagnose::run_diagnose(options(fixture));
+  for (const auto& l : r.layers) {
+    EXPECT_EQ(l.flagged, l.layer == 2) << "layer " << l.layer << " local cosine " << l.local.cosine;
+    if (l.layer != 2) {
+      for (const auto& x : l.linears) EXPECT_GT(x.local.cosine, 0.999) << x.module;
+    }
+  }
+  EXPECT_LT(r.layers[2].local.cosine, 0.9);
+  // Layers 0-1 are untouched at 8 bits, so the accumulated damage starts at layer 2.
+  EXPECT_GT(r.layers[1].cumulative.cosine, 0.999);
+  EXPECT_LT(r.layers[2].cumulative.cosine, r.layers[1].cumulative.cosine);
+  EXPECT_GT(r.output.kl_mean, 0.0);
+  ASSERT_FALSE(r.advice.skip_layers.empty());
+  for (const auto& p : r.advice.skip_layers) EXPECT_NE(p.find("model.layers.2."), std::string::npos) << p;
+  EXPECT_NE(r.advice.lines.back().find("model.layers.2.mlp.down_proj"), std::string::npos) << r.advice.lines.back();
+
+  const auto paths = mo::diagnose::write_reports((dir / "out").string(), r);
+  std::ifstream md(paths.markdown);
+  const std::string text((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_NE(text.find("| model.layers.2.self_attn.q_proj | f32 → f32 |"), std::string::npos) << text;
+  EXPECT_NE(text.find("  - model.layers.2.mlp.down_proj\n"), std::string::npos) << text;
+  std::ifstream svg(paths.svg);
+  const std::string plot((std::istreambuf_iterator<char>(svg)), {});
+  EXPECT_EQ(plot.rfind("<svg", 0), 0u);
+  EXPECT_NE(plot.find("threshold 0.98"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DiagnoseRun, ModelsOfDifferentShapesAreRefusedNamingTheQuantizedPath) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " not found";
+  const std::string smol = std::string(MO_SOURCE_DIR) + "/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(smol)) GTEST_SKIP() << smol << " not found";
+  try {
+    mo::diagnose::run_diagnose(options(smol));
+    FAIL() << "expected a UsageError";
+  } catch (const mo::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(smol + ": num_layers is 30, but the original"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -1,0 +1,145 @@
+// Perplexity windows (both methods) and the KL-divergence comparison of models on one text.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "mo/core/error.h"
+#include "mo/core/thread_pool.h"
+#include "mo/eval/eval_data.h"
+#include "mo/eval/text_metrics.h"
+#include "mo/model/model_files.h"
+
+namespace {
+
+const std::string kData = MO_SHARED_DATA;
+const std::string kStories = kData + "/models/stories260K.gguf";
+
+struct Loaded {
+  mo::model::ModelFiles files = mo::model::ModelFiles::open(kStories);
+  mo::ThreadPool pool{2};
+  mo::engine::Engine engine{mo::engine::bind_weights(files), pool};
+  std::unique_ptr<mo::tok::Tokenizer> tok = mo::tok::load_tokenizer_gguf(*files.gguf());
+};
+
+TEST(EvalWindows, StridedScoresEveryTokenAfterTheFirstExactlyOnce) {
+  for (int stride : {1, 7, 64, 127}) {
+    const auto windows = mo::eval::plan_ppl_windows(mo::eval::PplMethod::strided, 1000, 128, stride, 0, true);
+    std::vector<int> scored(1000, 0);
+    for (const auto& w : windows) {
+      EXPECT_FALSE(w.bos_first);
+      EXPECT_LE(w.len, 128);
+      for (int j = w.first_row; j < w.len - 1; ++j) scored[static_cast<std::size_t>(w.start + j + 1)]++;
+    }
+    EXPECT_EQ(scored[0], 0) << "stride " << stride;
+    for (int t = 1; t < 1000; ++t) ASSERT_EQ(scored[static_cast<std::size_t>(t)], 1) << "token " << t << " stride " << stride;
+  }
+}
+
+// Hugging Face's loop with stride == n_ctx: each window's first token has no context and is not scored.
+TEST(EvalWindows, StrideEqualToTheWindowSkipsEachWindowsFirstToken) {
+  const auto windows = mo::eval::plan_ppl_windows(mo::eval::PplMethod::strided, 1000, 128, 128, 0, true);
+  ASSERT_EQ(windows.size(), 8u);
+  std::int64_t scored = 0;
+  for (const auto& w : windows) scored += w.len - 1 - w.first_row;
+  EXPECT_EQ(scored, 1000 - 8);
+}
+
+TEST(EvalWindows, LlamaCppScoresTheSecondHalfOfWholeWindows) {
+  const auto windows = mo::eval::plan_ppl_windows(mo::eval::PplMethod::llama_cpp, 1000, 128, 0, 0, true);
+  ASSERT_EQ(windows.size(), 7u);  // 1000 / 128, the tail dropped
+  EXPECT_EQ(windows[3].start, 384);
+  EXPECT_EQ(windows[3].first_row, 64);
+  EXPECT_TRUE(windows[3].bos_first);
+  EXPECT_EQ(mo::eval::plan_ppl_windows(mo::eval::PplMethod::llama_cpp, 1000, 128, 0, 2, true).size(), 2u);
+}
+
+TEST(EvalWindows, StrideLargerThanTheWindowIsRefused) {
+  try {
+    mo::eval::plan_ppl_windows(mo::eval::PplMethod::strided, 1000, 128, 200, 0, false);
+    FAIL() << "expected UsageError";
+  } catch (const mo::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("stride must be between 1 and ctx (128), got 200"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EvalKl, RowOfIdenticalLogitsIsZeroAndAgrees) {
+  const std::vector<float> a = {1.0f, 3.0f, -2.0f, 0.5f};
+  bool same = false;
+  EXPECT_EQ(mo::eval::kl_divergence_row(a.data(), a.data(), 4, &same), 0.0);
+  EXPECT_TRUE(same);
+}
+
+TEST(EvalKl, RowMatchesTheClosedForm) {
+  // p = softmax(0, ln 3) = (1/4, 3/4), q = uniform: KL = 1/4 ln(1/2) + 3/4 ln(3/2).
+  const std::vector<float> p = {0.0f, static_cast<float>(std::log(3.0))}, q = {0.0f, 0.0f};
+  bool same = true;
+  const double kl = mo::eval::kl_divergence_row(p.data(), q.data(), 2, &same);
+  EXPECT_NEAR(kl, 0.25 * std::log(0.5) + 0.75 * std::log(1.5), 1e-6);
+  EXPECT_FALSE(same);  // argmax 1 vs 0 (ties go to the first index)
+}
+
+TEST(EvalKl, QuantileInterpolatesLinearly) {
+  std::vector<double> v;
+  for (int i = 100; i >= 0; --i) v.push_back(i);
+  EXPECT_DOUBLE_EQ(mo::eval::quantile(v, 0.99), 99.0);
+  EXPECT_DOUBLE_EQ(mo::eval::quantile({1, 2}, 0.5), 1.5);
+  EXPECT_DOUBLE_EQ(mo::eval::quantile({}, 0.99), 0.0);
+}
+
+TEST(EvalText, OneModelGivesLlamaCppPerplexityAndAModelAgainstItselfHasZeroKl) {
+  const std::string text_path = kData + "/text/tinystories-sample.txt";
+  if (!std::filesystem::exists(kStories) || !std::filesystem::exists(text_path)) GTEST_SKIP() << "stories260K or text missing";
+  Loaded a, b;
+  const std::string text = mo::eval::read_eval_text(text_path);
+  mo::eval::PplSettings s;
+  s.n_ctx = 128;
+  std::vector<mo::engine::Engine*> models = {&a.engine, &b.engine};
+  const auto r = mo::eval::evaluate_text(models, *a.tok, text, s);
+  ASSERT_EQ(r.ppl.size(), 2u);
+  EXPECT_EQ(r.ppl[0].windows, 14);
+  EXPECT_NEAR(r.ppl[0].ppl, 6.8457, 6.8457 * 1e-3);  // llama-perplexity -c 128 on this file
+  EXPECT_EQ(r.ppl[1].ppl, r.ppl[0].ppl);
+  EXPECT_EQ(r.kl[1].mean, 0.0);
+  EXPECT_EQ(r.kl[1].p99, 0.0);
+  EXPECT_EQ(r.kl[1].top1_agreement, 1.0);
+  EXPECT_EQ(r.kl[1].tokens, 14 * 63);
+}
+
+TEST(EvalText, StridedPerplexityScoresEveryTokenAfterTheFirstOnce) {
+  const std::string text_path = kData + "/text/tinystories-sample.txt";
+  if (!std::filesystem::exists(kStories) || !std::filesystem::exists(text_path)) GTEST_SKIP() << "stories260K or text missing";
+  Loaded a;
+  std::vector<mo::engine::Engine*> models = {&a.engine};
+  mo::eval::PplSettings s;
+  s.method = mo::eval::PplMethod::strided;
+  s.n_ctx = 128;
+  s.stride = 64;
+  const auto r = mo::eval::evaluate_text(models, *a.tok, mo::eval::read_eval_text(text_path), s);
+  EXPECT_EQ(r.ppl[0].tokens_scored, r.text_tokens - 1);  // every token after the first, once
+  EXPECT_GT(r.ppl[0].ppl, 1.0);
+  EXPECT_LT(r.ppl[0].ppl, 20.0);
+}
+
+TEST(EvalData, CrlfIsNormalisedAndOneTrailingNewlineDropped) {
+  const auto path = std::filesystem::temp_directory_path() / ("mo_eval_crlf_" + std::to_string(::getpid()) + ".txt");
+  {
+    std::ofstream(path, std::ios::binary) << "a\r\nb\rc\n\n";
+  }
+  EXPECT_EQ(mo::eval::read_eval_text(path.string()), "a\nb\nc\n");
+  std::filesystem::remove(path);
+}
+
+TEST(EvalData, UnknownTextNamesTheKeyAndTheBuiltIns) {
+  try {
+    mo::eval::resolve_text_path("wikitext3", "text");
+    FAIL() << "expected UsageError";
+  } catch (const mo::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "text: 'wikitext3' is neither a file nor a built-in text (wikitext2, tinystories)");
+  }
+}
+
+}  // namespace
