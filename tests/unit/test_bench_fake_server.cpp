@@ -101,10 +101,9 @@ TEST(BenchFakeServer, CompletionsStreamMatchesTheScript) {
     ASSERT_EQ(r.samples.size(), 12u);
     check_script(r.summary, 4, 12, t);
     EXPECT_EQ(r.summary.peak_concurrency, 4);
-    // The fake counts a request until its handler returns, which can come after the client has read the
-    // last byte and sent its next request.
+    // The fake counts a request until its handler returns, which on a loaded machine can come after the
+    // client has read the last byte and sent its next request: only a lower bound holds there.
     EXPECT_GE(srv.peak_in_flight(), 4);
-    EXPECT_LE(srv.peak_in_flight(), 5);
     for (const auto& s : r.samples) EXPECT_LT(s.chunks, 16) << "two-token chunks were sent";
   });
 }
