@@ -33,13 +33,6 @@ engine::SamplingParams sampling_of(const config::GenerateConfig& c) {
   return p;
 }
 
-tok::ModelChatTemplate chat_template_of(const model::ModelFiles& m) {
-  if (m.gguf()) return tok::chat_template_from_gguf(*m.gguf());
-  const auto cfg = std::filesystem::path(m.path()) / "tokenizer_config.json";
-  if (std::filesystem::exists(cfg)) return tok::chat_template_from_tokenizer_config(io::read_json(cfg.string()));
-  return {};
-}
-
 void print_stats(const engine::GenerationStats& s) {
   std::cerr << fmt::format(
       "\n\nprompt tokens: {} · generated tokens: {} ({}) · TTFT {:.1f} ms · prefill {:.1f} tokens/s · decode {:.1f} tokens/s · peak memory {}\n",
@@ -69,7 +62,7 @@ class GenerateCommand : public Command {
 
     std::vector<std::int32_t> prompt;
     if (cfg_.chat) {
-      tok::ModelChatTemplate t = chat_template_of(files);
+      tok::ModelChatTemplate t = tok::chat_template_of_model(files.gguf(), files.path());
       std::vector<tok::ChatMessage> msgs;
       if (!cfg_.system.empty()) msgs.push_back({"system", cfg_.system});
       msgs.push_back({"user", cfg_.prompt});

@@ -36,14 +36,7 @@ void check_results(const json& j, const std::string& name) {
 
 std::vector<RegressionLimit> parse_max_regression(const std::string& text) {
   std::vector<RegressionLimit> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    start = comma + 1;
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
+  for (const std::string& item : split_trimmed(text)) {
     if (item.empty()) continue;
     const auto eq = item.find('=');
     const std::string metric = to_lower(item.substr(0, eq));

@@ -36,14 +36,7 @@ Stats compute_stats(std::vector<double> v) {
 
 Slo parse_slo(const std::string& text) {
   Slo slo;
-  std::string item;
-  for (std::size_t start = 0; start <= text.size();) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    item = text.substr(start, comma - start);
-    start = comma + 1;
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
+  for (const std::string& item : split_trimmed(text)) {
     if (item.empty()) continue;
     const auto eq = item.find('=');
     const std::string key = to_lower(item.substr(0, eq));

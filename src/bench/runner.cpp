@@ -11,6 +11,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/progress.h"
+#include "mo/core/strings.h"
 
 namespace mo::bench {
 namespace {
@@ -94,14 +95,7 @@ struct Dispatch {
 
 std::vector<int> parse_levels(const std::string& text) {
   std::vector<int> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    start = comma + 1;
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
+  for (const std::string& item : split_trimmed(text)) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 1 || v > 100000)

@@ -23,12 +23,6 @@ std::string number_text(double v) {
   return fmt::format("{}", v);
 }
 
-std::string trim(std::string s) {
-  auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
 
 [[noreturn]] void bad_value(const Field& f, const std::string& text, const std::string& where) {
   throw UsageError(fmt::format("{}: {}: expected {}, got '{}'", where, f.key, f.expected(), text));
@@ -183,14 +177,8 @@ void Schema::set_from_text(const Field& f, const std::string& raw, const std::st
     case FieldKind::string_list: {
       // On the command line a list is comma-separated: --skip-layers lm_head,29-31
       std::vector<std::string> items;
-      std::size_t start = 0;
-      while (start <= text.size()) {
-        std::size_t comma = text.find(',', start);
-        std::string item = trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        if (!item.empty()) items.push_back(item);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      for (auto& item : split_trimmed(text))
+        if (!item.empty()) items.push_back(std::move(item));
       *static_cast<std::vector<std::string>*>(f.target) = std::move(items);
       return;
     }

@@ -56,6 +56,23 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
+std::string trim(std::string_view s) {
+  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::vector<std::string> split_trimmed(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  for (std::size_t start = 0;;) {
+    const std::size_t at = text.find(sep, start);
+    out.push_back(trim(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start)));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
 std::string format_bytes(double bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = std::fabs(bytes);

@@ -28,7 +28,7 @@ struct StageCaptured {};
 // `sample_stride`-th sample is run, whole, which halves the time of a layer.
 struct Capture {
   LayerInputs in;
-  std::int64_t stride = 1, cap = 0, token0 = 0;  // token0: global index of the current sample's first token
+  std::int64_t stride = 1, cap = 0;
   std::int64_t sample_stride = 1;
   std::vector<std::int64_t> rows;                // the current sample's rows to keep
   std::unique_ptr<HessianAccumulator> hessian;   // of hessian_of's input
@@ -36,7 +36,6 @@ struct Capture {
   bool stop_at_hessian = false;                  // a GPTQ stage needs nothing past its own input
 
   void begin_sample(std::int64_t first, std::int64_t n) {
-    token0 = first;
     rows.clear();
     for (std::int64_t t = (stride - first % stride) % stride; t < n && in.n + static_cast<std::int64_t>(rows.size()) < cap; t += stride)
       rows.push_back(t);

@@ -88,12 +88,7 @@ SourceModel::SourceModel(const std::string& path, bool dummy, ThreadPool& pool) 
   engine_ = std::make_unique<engine::Engine>(std::move(w), pool);
   if (!files_->tokenizer_path().empty())
     tokenizer_ = files_->gguf() ? tok::load_tokenizer_gguf(*files_->gguf()) : tok::load_tokenizer_json(files_->tokenizer_path());
-  if (files_->gguf()) {
-    chat_template_ = tok::chat_template_from_gguf(*files_->gguf()).tmpl;
-  } else {
-    const auto cfg = std::filesystem::path(path) / "tokenizer_config.json";
-    if (std::filesystem::exists(cfg)) chat_template_ = tok::chat_template_from_tokenizer_config(io::read_json(cfg.string())).tmpl;
-  }
+  chat_template_ = tok::chat_template_of_model(files_->gguf(), path).tmpl;
 }
 
 SourceModel::~SourceModel() = default;

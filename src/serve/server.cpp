@@ -42,13 +42,6 @@ double physical_memory_bytes() {
   return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
 }
 
-tok::ModelChatTemplate chat_template_of(const model::ModelFiles& m) {
-  if (m.gguf()) return tok::chat_template_from_gguf(*m.gguf());
-  const auto cfg = std::filesystem::path(m.path()) / "tokenizer_config.json";
-  if (std::filesystem::exists(cfg)) return tok::chat_template_from_tokenizer_config(io::read_json(cfg.string()));
-  return {};
-}
-
 std::size_t longest_token_bytes(const tok::Tokenizer& tok) {
   std::size_t m = 1;
   for (std::int32_t id = 0; id < tok.vocab_size(); ++id) m = std::max(m, tok.token_bytes(id).size());
@@ -155,7 +148,7 @@ int run_server(const config::ServeConfig& cfg) {
 
   ApiContext ctx;
   ctx.tokenizer = tokenizer.get();
-  ctx.chat_template = chat_template_of(files);
+  ctx.chat_template = tok::chat_template_of_model(files.gguf(), files.path());
   ctx.model_name = model_name_of(cfg);
   ctx.max_model_len = max_model_len;
   ctx.max_token_bytes = longest_token_bytes(*tokenizer);

@@ -13,6 +13,10 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
 // "a, b, c" — for error messages that list what is allowed.
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
 std::string to_lower(std::string_view s);
+// Without leading and trailing whitespace.
+std::string trim(std::string_view s);
+// "a, b,,c" split at `sep`, each item trimmed; empty items are kept (callers decide whether they are errors).
+std::vector<std::string> split_trimmed(std::string_view text, char sep = ',');
 // Human-readable bytes with a binary prefix: "6.84 GiB", "800.0 KiB".
 std::string format_bytes(double bytes);
 // Thousands separators: 524288 -> "524,288".

@@ -91,5 +91,8 @@ struct ModelChatTemplate {
 ModelChatTemplate chat_template_from_tokenizer_config(const nlohmann::json& config);
 // From GGUF metadata: tokenizer.chat_template and the texts of tokenizer.ggml.bos/eos_token_id.
 ModelChatTemplate chat_template_from_gguf(const gguf::File& file);
+// A model's template: from its GGUF metadata when `gguf` is given, else from `model_dir`/tokenizer_config.json
+// when that exists, else none.
+ModelChatTemplate chat_template_of_model(const gguf::File* gguf, const std::string& model_dir);
 
 }  // namespace mo::tok
