@@ -26,6 +26,7 @@ eval::EvalSettings settings_of(const config::EvalConfig& c) {
   s.latency_settings.prompt_tokens = static_cast<int>(c.latency_prompt_tokens);
   s.latency_settings.output_tokens = static_cast<int>(c.latency_output_tokens);
   s.latency_settings.runs = static_cast<int>(c.latency_runs);
+  s.device = parse_device(c.device);
   return s;
 }
 
@@ -36,7 +37,6 @@ class EvalCommand : public Command {
   void bind(config::Schema& s) override { config::bind(s, cfg_); }
   int run() override {
     if (cfg_.model_path.empty()) throw UsageError("model_path: no model given (eval MODEL [--base-model BASE])");
-    if (cfg_.device == "cuda") throw UsageError("device: eval runs on the CPU engine (the reference) in this version; use --device cpu");
     if (cfg_.text == "none" && cfg_.tasks.empty() && !cfg_.latency) throw UsageError("text: none, no tasks and --no-latency leave nothing to evaluate");
     if (cfg_.ppl_method == "strided" && cfg_.stride > cfg_.ctx)
       throw UsageError(fmt::format("stride: {} is larger than ctx {}; windows would skip tokens", cfg_.stride, cfg_.ctx));

@@ -6,9 +6,12 @@
 #include "cli.h"
 #include "mo/budget/presets.h"
 #include "mo/config/commands.h"
+#include "mo/core/device.h"
 #include "mo/core/error.h"
+#include "mo/core/log.h"
 #include "mo/core/strings.h"
 #include "mo/core/thread_pool.h"
+#include "mo/engine/device_model.h"
 #include "mo/engine/generator.h"
 #include "mo/io/ggml_types.h"
 #include "mo/io/json_file.h"
@@ -58,7 +61,8 @@ class GenerateCommand : public Command {
     model::ModelFiles files = model::ModelFiles::open(cfg_.model_path);
     if (files.tokenizer_path().empty()) throw UsageError(fmt::format("{}: the model has no tokenizer to turn the prompt into tokens", cfg_.model_path));
     auto tokenizer = files.gguf() ? tok::load_tokenizer_gguf(*files.gguf()) : tok::load_tokenizer_json(files.tokenizer_path());
-    engine::Engine engine(engine::bind_weights(files), default_pool());
+    engine::Engine engine(engine::bind_weights(files), default_pool(), parse_device(cfg_.device));
+    if (const auto* dm = engine.device_model()) log::info("{}", dm->summary());
 
     std::vector<std::int32_t> prompt;
     if (cfg_.chat) {
@@ -95,8 +99,10 @@ class GenerateCommand : public Command {
 int GenerateCommand::run_dummy(const engine::SamplingParams& params, const engine::GenerationOptions& opt) {
   const auto* preset = budget::find_model_preset(cfg_.model_path);
   if (!preset) throw UsageError(fmt::format("model_path: load_format dummy needs a preset ({})", join(budget::model_preset_names())));
-  auto type = ggml_type_from_name(cfg_.dummy_type);
-  engine::Engine engine(engine::dummy_weights(preset->hp, *type), default_pool());
+  const auto type = ggml_type_from_name(cfg_.dummy_type);
+  engine::Engine engine(cfg_.dummy_type == "awq" ? engine::dummy_awq_weights(preset->hp) : engine::dummy_weights(preset->hp, *type), default_pool(),
+                        parse_device(cfg_.device));
+  if (const auto* dm = engine.device_model()) log::info("{}", dm->summary());
   struct Ids : tok::Tokenizer {
     std::vector<std::int32_t> encode(std::string_view, bool, bool) const override { return {}; }
     std::string decode(const std::vector<std::int32_t>& ids, bool) const override {

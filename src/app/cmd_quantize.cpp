@@ -9,6 +9,7 @@
 #include "mo/config/commands.h"
 #include "mo/core/progress.h"
 #include "mo/core/strings.h"
+#include "mo/core/device.h"
 #include "mo/core/error.h"
 #include "mo/core/thread_pool.h"
 #include "mo/eval/evaluate.h"
@@ -38,6 +39,7 @@ eval::EvalSettings eval_settings_of(const config::QuantizeConfig& c) {
   s.tasks = c.eval_tasks;
   s.limit = c.eval_limit;
   s.latency = c.eval_latency;
+  s.device = parse_device(c.device);  // the evaluation runs where the user serves; quantizing itself is on the CPU
   return s;
 }
 

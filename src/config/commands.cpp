@@ -160,8 +160,8 @@ void bind(Schema& s, GenerateConfig& c) {
   s.add("kv_cache_dtype", &c.kv_cache_dtype, "KV-cache element type").one_of({"f16", "f32"});
   s.add("load_format", &c.load_format, "auto = read the model; dummy = random weights with a budget preset's shapes").one_of({"auto", "dummy"});
   s.add("dummy_type", &c.dummy_type, "weight type for --load-format dummy")
-      .one_of({"f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"});
-  s.add("device", &c.device, "compute device (this version runs on the CPU)").one_of({"auto", "cpu"});
+      .one_of({"f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "awq"});
+  s.add("device", &c.device, "compute device: cuda runs the model on the GPU, auto = cuda when one is visible").one_of(kDevices);
   s.add("threads", &c.threads, "CPU threads; 0 = all cores").range(0, 1024);
 }
 

@@ -7,6 +7,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/half.h"
+#include "mo/engine/device_model.h"
 #include "mo/engine/ops/basic.h"
 #include "mo/engine/ops/linear.h"
 
@@ -54,7 +55,18 @@ const char* linear_name(LinearId id) {
   return "?";
 }
 
-Engine::Engine(ModelWeights weights, ThreadPool& pool) : w_(std::move(weights)), pool_(pool) {}
+Engine::Engine(ModelWeights weights, ThreadPool& pool, Device device) : w_(std::move(weights)), pool_(pool) {
+  if (device == Device::cuda) use_backend(make_cuda_backend(0));
+}
+
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+
+void Engine::use_backend(std::unique_ptr<Backend> backend) {
+  device_model_.reset();
+  backend_ = std::move(backend);
+  if (backend_) device_model_ = std::make_unique<DeviceModel>(w_, *backend_);
+}
 
 KvLayout Engine::kv_layout(int block_size, KvDtype dtype) const {
   KvLayout L;
@@ -170,6 +182,11 @@ void Engine::layer_step(int li, int kv_layer, float* hidden, std::int64_t n, std
 }
 
 std::vector<float> Engine::forward(std::span<const SeqChunk> chunks, KvStorage& kv) {
+  if (kv.device() || device_model_) {
+    if (!device_model_ || kv.device() != backend_.get())
+      throw Error("forward: the KV cache and the engine are on different devices (make it with Engine::kv_device())");
+    return device_model_->forward(chunks, kv);
+  }
   std::vector<std::int32_t> tokens;
   std::vector<std::int64_t> rows;  // token indices whose logits are returned
   for (const auto& c : chunks) {

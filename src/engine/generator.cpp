@@ -25,7 +25,7 @@ GenerationStats generate(Engine& engine, const tok::Tokenizer& tok, std::span<co
   KvLayout layout = engine.kv_layout(opt.block_size, opt.kv_dtype);
   const int blocks = static_cast<int>((max_len + layout.block_size - 1) / layout.block_size);
   KvCacheManager mgr(blocks, layout.block_size);
-  KvStorage kv(layout, blocks);
+  KvStorage kv(layout, blocks, engine.kv_device());
   mgr.add_sequence(0);
   Sampler sampler(params, opt.seed);
   StopChecker stops(params.stop, params.include_stop_str_in_output);

@@ -5,13 +5,16 @@
 #include <climits>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "mo/core/error.h"
 #include "mo/core/half.h"
 
 namespace mo::engine {
 
-KvStorage::KvStorage(const KvLayout& layout, int num_blocks) : layout_(layout), num_blocks_(num_blocks) {
+KvStorage::KvStorage(const KvLayout& layout, int num_blocks) : KvStorage(layout, num_blocks, nullptr) {}
+
+KvStorage::KvStorage(const KvLayout& layout, int num_blocks, Backend* device) : layout_(layout), num_blocks_(num_blocks), device_(device) {
   layout_.validate();
   if (num_blocks < 0 || num_blocks > INT_MAX / layout_.block_size)
     throw Error(fmt::format("KV storage: num_blocks {} is out of range [0, {}]", num_blocks, INT_MAX / layout_.block_size));
@@ -20,11 +23,20 @@ KvStorage::KvStorage(const KvLayout& layout, int num_blocks) : layout_(layout), 
   if (num_blocks != 0 && per_block > SIZE_MAX / static_cast<std::size_t>(num_blocks))
     throw Error(fmt::format("KV storage: {} blocks of {} bytes overflow the address space", num_blocks, per_block));
   bytes_ = per_block * static_cast<std::size_t>(num_blocks);
+  if (device_ && layout_.dtype != KvDtype::f16)
+    throw UsageError(fmt::format("kv_cache_dtype: {} keeps the KV cache in f16 only, {} was asked for", device_->describe(),
+                                 kv_dtype_name(layout_.dtype)));
   if (bytes_ == 0) return;
+  if (device_) {
+    device_data_ = DeviceBuffer(*device_, bytes_);
+    base_ = device_data_.as<std::byte>();
+    return;
+  }
   data_.reset(static_cast<std::byte*>(std::calloc(bytes_, 1)));
   if (!data_)
     throw Error(fmt::format("KV storage: cannot allocate {} bytes ({:.2f} GiB) for {} blocks of {} bytes; lower the KV budget",
                             bytes_, static_cast<double>(bytes_) / (1ull << 30), num_blocks, per_block));
+  base_ = data_.get();
 }
 
 std::size_t KvStorage::offset(int layer, int kv, int block) const {
@@ -48,8 +60,17 @@ void KvStorage::write(int layer, std::span<const int> slots, const float* k, con
   check_layer(layer, "write");
   for (int s : slots) check_slot(s, "write");  // before any store, so a bad slot writes nothing
   const float* src[2] = {k, v};
+  if (device_) {  // rows converted here, then copied one slot at a time
+    std::vector<std::uint16_t> row(row_elems_);
+    for (int kv = 0; kv < 2; ++kv)
+      for (std::size_t t = 0; t < slots.size(); ++t) {
+        for (std::size_t i = 0; i < row_elems_; ++i) row[i] = f32_to_f16(src[kv][t * row_elems_ + i]);
+        device_->upload(base_ + offset(layer, kv, 0) + static_cast<std::size_t>(slots[t]) * row_elems_ * 2, row.data(), row_elems_ * 2);
+      }
+    return;
+  }
   for (int kv = 0; kv < 2; ++kv) {
-    std::byte* base = data_.get() + offset(layer, kv, 0);
+    std::byte* base = base_ + offset(layer, kv, 0);
     for (std::size_t t = 0; t < slots.size(); ++t) {
       const float* row = src[kv] + t * row_elems_;
       const std::size_t first = static_cast<std::size_t>(slots[t]) * row_elems_;
@@ -67,8 +88,17 @@ void KvStorage::read(int layer, std::span<const int> slots, float* k, float* v) 
   check_layer(layer, "read");
   for (int s : slots) check_slot(s, "read");
   float* dst[2] = {k, v};
+  if (device_) {
+    std::vector<std::uint16_t> row(row_elems_);
+    for (int kv = 0; kv < 2; ++kv)
+      for (std::size_t t = 0; t < slots.size(); ++t) {
+        device_->download(row.data(), base_ + offset(layer, kv, 0) + static_cast<std::size_t>(slots[t]) * row_elems_ * 2, row_elems_ * 2);
+        for (std::size_t i = 0; i < row_elems_; ++i) dst[kv][t * row_elems_ + i] = f16_to_f32(row[i]);
+      }
+    return;
+  }
   for (int kv = 0; kv < 2; ++kv) {
-    const std::byte* base = data_.get() + offset(layer, kv, 0);
+    const std::byte* base = base_ + offset(layer, kv, 0);
     for (std::size_t t = 0; t < slots.size(); ++t) {
       float* row = dst[kv] + t * row_elems_;
       const std::size_t first = static_cast<std::size_t>(slots[t]) * row_elems_;
@@ -90,7 +120,8 @@ void KvStorage::copy_block(int src, int dst) {
   const std::size_t block_bytes = layout_.bytes_per_block() / (2 * static_cast<std::size_t>(layout_.num_layers));
   for (int layer = 0; layer < layout_.num_layers; ++layer)
     for (int kv = 0; kv < 2; ++kv)
-      std::memcpy(data_.get() + offset(layer, kv, dst), data_.get() + offset(layer, kv, src), block_bytes);
+      if (device_) device_->copy(base_ + offset(layer, kv, dst), base_ + offset(layer, kv, src), block_bytes);
+      else std::memcpy(base_ + offset(layer, kv, dst), base_ + offset(layer, kv, src), block_bytes);
 }
 
 template <typename T>
@@ -102,7 +133,7 @@ const T* KvStorage::block_ptr(int layer, int kv, int block, const char* op) cons
   check_layer(layer, op);
   if (block < 0 || block >= num_blocks_)
     throw Error(fmt::format("KvStorage::{}: block {} is out of range [0, {})", op, block, num_blocks_));
-  return reinterpret_cast<const T*>(data_.get() + offset(layer, kv, block));
+  return reinterpret_cast<const T*>(base_ + offset(layer, kv, block));
 }
 
 template <typename T>

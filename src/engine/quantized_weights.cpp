@@ -177,6 +177,24 @@ Matrix owned_matrix(std::string name, std::uint32_t type, std::int64_t rows, std
   return m;
 }
 
+// The stored tensors (already shape-checked by int_linear) for the device kernels; g_idx is dropped
+// when it is the plain k / G order, so the kernels take the faster contiguous-group path.
+std::shared_ptr<const PackedIntLinear> packed_of(const model::ModelFiles& f, const quant::HfQuantConfig& c, const quant::ModuleQuant& mq,
+                                                 const model::StoredTensor& qweight, const std::string& module, std::int64_t cols,
+                                                 const quant::QuantizedLinear& q) {
+  auto p = std::make_shared<PackedIntLinear>();
+  p->awq = c.method == quant::QuantMethod::awq;
+  p->bits = mq.bits;
+  p->group_size = mq.group_size == -1 ? cols : mq.group_size;
+  p->groups = (cols + p->group_size - 1) / p->group_size;
+  p->zero_minus_one = !p->awq && !c.gptq_v2;
+  p->qweight = qweight.bytes;
+  p->qzeros = need(f, module + ".qzeros").bytes;
+  p->scales = need(f, module + ".scales").bytes;
+  if (const auto* gi = f.find(module + ".g_idx"); gi && !q.contiguous_groups()) p->g_idx = gi->bytes;
+  return p;
+}
+
 }  // namespace
 
 QuantizedLinears::QuantizedLinears(const model::ModelFiles& files) : files_(files) {
@@ -218,12 +236,16 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
   const quant::QuantizedLinear q = int_linear(f, config_, mq, *qweight, module, rows, cols);
   if (!mq.desc_act && !q.contiguous_groups()) ++g_idx_without_desc_act_;
   const std::string obstacle = q8_0_obstacle(q);
+  Matrix m;
   if (obstacle.empty()) {
     ++counts_["q8_0 (d = f16 scale, qs = q - zero: exact)"];
-    return owned_matrix(base + ".weight", kQ8_0, rows, cols, to_q8_0(q), owned);
+    m = owned_matrix(base + ".weight", kQ8_0, rows, cols, to_q8_0(q), owned);
+  } else {
+    ++counts_[fmt::format("f32 ({}: exact dequantization)", obstacle)];
+    m = owned_matrix(base + ".weight", kF32, rows, cols, to_f32_bytes(q.dequantize()), owned);
   }
-  ++counts_[fmt::format("f32 ({}: exact dequantization)", obstacle)];
-  return owned_matrix(base + ".weight", kF32, rows, cols, to_f32_bytes(q.dequantize()), owned);
+  m.packed = packed_of(f, config_, mq, *qweight, module, cols, q);
+  return m;
 }
 
 void QuantizedLinears::log_summary() const {

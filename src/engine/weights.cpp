@@ -5,7 +5,8 @@
 #include <cstddef>
 #include <cstring>
 #include <optional>
-#include <random>
+#include <thread>
+#include <algorithm>
 
 #include "mo/core/error.h"
 #include "mo/core/half.h"
@@ -80,7 +81,10 @@ const DummyBlock* dummy_block(std::uint32_t type) {
 std::uint64_t ModelWeights::matrix_bytes() const {
   std::uint64_t n = token_embd.bytes.size() + (output.bytes.data() != token_embd.bytes.data() ? output.bytes.size() : 0);
   for (const auto& l : layers)
-    for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) n += m->bytes.size();
+    for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      if (m->type != kPackedOnlyType) n += m->bytes.size();
+      else n += m->packed->qweight.size() + m->packed->qzeros.size() + m->packed->scales.size() + m->packed->g_idx.size();
+    }
   return n;
 }
 
@@ -127,47 +131,48 @@ ModelWeights bind_weights(const model::ModelFiles& f) {
   return w;
 }
 
-ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::uint64_t seed) {
-  const DummyBlock* block = dummy_block(type);
-  if (type != 0 && type != 1 && type != 30 && !block)
-    throw UsageError(fmt::format("load-format dummy: weight type {} is not one of f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, "
-                                 "q2_K, q3_K, q4_K, q5_K, q6_K", type));
-  ModelWeights w;
-  w.hp = hp;
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  // Fills one matrix with N(0, 0.02) weights (block types: random quants with a matching scale).
-  auto make = [&](std::string name, std::int64_t rows, std::int64_t cols) {
-    Matrix m;
-    m.name = std::move(name);
-    m.type = type;
-    m.rows = rows;
-    m.cols = cols;
-    m.row_bytes = ggml_row_bytes(type, static_cast<std::uint64_t>(cols));
-    auto& buf = w.owned.emplace_back(m.row_bytes * rows);
-    if (block) {
-      const std::uint16_t d = f32_to_f16(block->d), dmin = f32_to_f16(block->dmin);
-      for (std::size_t off = 0; off < buf.size(); off += block->bytes) {
-        for (std::size_t j = 0; j < block->bytes; ++j) buf[off + j] = static_cast<std::uint8_t>(rng());
-        std::memcpy(&buf[off + block->d_at], &d, 2);
-        if (block->dmin_at >= 0) std::memcpy(&buf[off + block->dmin_at], &dmin, 2);
-      }
-    } else {
-      for (std::int64_t i = 0; i < rows * cols; ++i) {
-        float v = normal(rng);
-        if (type == 0) std::memcpy(&buf[4 * i], &v, 4);
-        else {
-          std::uint16_t b = type == 1 ? f32_to_f16(v) : f32_to_bf16(v);
-          std::memcpy(&buf[2 * i], &b, 2);
-        }
-      }
-    }
-    m.bytes = {buf.data(), buf.size()};
-    return m;
-  };
+namespace {
+
+// splitmix64: a fast counter-based generator, so 13B dummy weights take seconds, not minutes.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// fn(begin, end) over [0, n) on all hardware threads (large dummy models: seconds instead of minutes).
+template <class Fn>
+void parallel_ranges(std::int64_t n, Fn&& fn) {
+  const std::int64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  if (n < (1 << 20) || threads == 1) return fn(0, n);
+  std::vector<std::thread> pool;
+  const std::int64_t step = (n + threads - 1) / threads;
+  for (std::int64_t b = 0; b < n; b += step) pool.emplace_back([&fn, b, e = std::min(n, b + step)] { fn(b, e); });
+  for (auto& t : pool) t.join();
+}
+
+// About N(0, sd) from four random bytes (Irwin-Hall: sum of 4 uniforms has sd 147.8 in byte units).
+float normal_of(std::uint32_t r, float sd) {
+  const int sum = static_cast<int>(r & 255) + static_cast<int>((r >> 8) & 255) + static_cast<int>((r >> 16) & 255) + static_cast<int>(r >> 24);
+  return static_cast<float>(sum - 510) * (sd / 147.8f);
+}
+
+void random_bytes(std::uint8_t* p, std::size_t n, std::uint64_t stream) {
+  std::size_t i = 0;
+  for (std::uint64_t c = 0; i + 8 <= n; i += 8, ++c) {
+    const std::uint64_t r = mix(stream ^ (c * 0x100000001b3ull));
+    std::memcpy(p + i, &r, 8);
+  }
+  const std::uint64_t r = mix(stream ^ 0xabcdefull);
+  for (int k = 0; i < n; ++i, ++k) p[i] = static_cast<std::uint8_t>(r >> (8 * k));
+}
+
+// The layer structure shared by the dummy builders; `make(name, rows, cols)` makes one matrix.
+template <class Make>
+void dummy_layers(ModelWeights& w, Make&& make) {
+  const auto& hp = w.hp;
   const std::int64_t h = hp.hidden_size, q = hp.num_heads * hp.head_dim, kv = hp.num_kv_heads * hp.head_dim, ffn = hp.intermediate_size;
-  w.token_embd = make("token_embd.weight", hp.vocab_size, h);
-  w.output = hp.tied_embeddings ? w.token_embd : make("output.weight", hp.vocab_size, h);
   w.output_norm.assign(h, 1.0f);
   for (int i = 0; i < hp.num_layers; ++i) {
     LayerWeights l;
@@ -189,6 +194,94 @@ ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::ui
   }
   w.rope_style = hp.arch == "qwen2" ? RopeStyle::neox : RopeStyle::normal;
   if (hp.rope_scaling.type == "llama3") w.rope_freq_factors = model::llama3_rope_factors(hp);
+}
+
+}  // namespace
+
+ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::uint64_t seed) {
+  const DummyBlock* block = dummy_block(type);
+  if (type != 0 && type != 1 && type != 30 && !block)
+    throw UsageError(fmt::format("load-format dummy: weight type {} is not one of f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, "
+                                 "q2_K, q3_K, q4_K, q5_K, q6_K", type));
+  ModelWeights w;
+  w.hp = hp;
+  std::uint64_t stream = mix(seed);
+  // Fills one matrix with ~N(0, 0.02) weights (block types: random quants with a matching scale).
+  auto make = [&](std::string name, std::int64_t rows, std::int64_t cols) {
+    Matrix m;
+    m.name = std::move(name);
+    m.type = type;
+    m.rows = rows;
+    m.cols = cols;
+    m.row_bytes = ggml_row_bytes(type, static_cast<std::uint64_t>(cols));
+    auto& buf = w.owned.emplace_back(m.row_bytes * rows);
+    stream = mix(stream);
+    if (block) {
+      random_bytes(buf.data(), buf.size(), stream);
+      const std::uint16_t d = f32_to_f16(block->d), dmin = f32_to_f16(block->dmin);
+      for (std::size_t off = 0; off < buf.size(); off += block->bytes) {
+        std::memcpy(&buf[off + block->d_at], &d, 2);
+        if (block->dmin_at >= 0) std::memcpy(&buf[off + block->dmin_at], &dmin, 2);
+      }
+    } else {
+      // Counter-based values, so threads fill disjoint ranges with the result a single thread gives.
+      const std::uint64_t st = stream;
+      parallel_ranges(rows * cols, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) {
+          const float v = normal_of(static_cast<std::uint32_t>(mix(st + static_cast<std::uint64_t>(i))), 0.02f);
+          if (type == 0) std::memcpy(&buf[4 * i], &v, 4);
+          else {
+            std::uint16_t bits = type == 1 ? f32_to_f16(v) : f32_to_bf16(v);
+            std::memcpy(&buf[2 * i], &bits, 2);
+          }
+        }
+      });
+    }
+    m.bytes = {buf.data(), buf.size()};
+    return m;
+  };
+  const std::int64_t h = hp.hidden_size;
+  w.token_embd = make("token_embd.weight", hp.vocab_size, h);
+  w.output = hp.tied_embeddings ? w.token_embd : make("output.weight", hp.vocab_size, h);
+  dummy_layers(w, make);
+  return w;
+}
+
+ModelWeights dummy_awq_weights(const model::Hparams& hp, std::int64_t group_size, std::uint64_t seed) {
+  ModelWeights w = dummy_weights([&] {
+    model::Hparams none = hp;  // embeddings and head only: f16, as AutoAWQ keeps them
+    none.num_layers = 0;
+    return none;
+  }(), 1, seed);
+  w.hp = hp;
+  std::uint64_t stream = mix(seed ^ 0xa3a3ull);
+  auto make = [&](std::string name, std::int64_t rows, std::int64_t cols) {
+    if (rows % 8 != 0 || cols % group_size != 0)
+      throw UsageError(fmt::format("dummy awq: {} [{}, {}] needs out % 8 == 0 and in % {} == 0", name, rows, cols, group_size));
+    auto p = std::make_shared<PackedIntLinear>();
+    p->awq = true;
+    p->bits = 4;
+    p->group_size = group_size;
+    p->groups = cols / group_size;
+    auto& qw = w.owned.emplace_back(static_cast<std::size_t>(cols * rows / 8) * 4);
+    auto& qz = w.owned.emplace_back(static_cast<std::size_t>(p->groups * rows / 8) * 4);
+    auto& sc = w.owned.emplace_back(static_cast<std::size_t>(p->groups * rows) * 2);
+    random_bytes(qw.data(), qw.size(), stream = mix(stream));
+    std::fill(qz.begin(), qz.end(), std::uint8_t{0x88});  // every zero = 8, the middle of 0..15
+    const std::uint16_t s = f32_to_f16(0.02f / 4.6f);      // codes uniform in 0..15 -> sd about 0.02
+    for (std::size_t i = 0; i < sc.size(); i += 2) std::memcpy(&sc[i], &s, 2);
+    p->qweight = {qw.data(), qw.size()};
+    p->qzeros = {qz.data(), qz.size()};
+    p->scales = {sc.data(), sc.size()};
+    Matrix m;
+    m.name = std::move(name);
+    m.type = kPackedOnlyType;
+    m.rows = rows;
+    m.cols = cols;
+    m.packed = std::move(p);
+    return m;
+  };
+  dummy_layers(w, make);
   return w;
 }
 

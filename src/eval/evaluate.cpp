@@ -25,11 +25,11 @@ struct LoadedModel {
   std::unique_ptr<engine::Engine> engine;
 };
 
-LoadedModel load(const std::string& path) {
+LoadedModel load(const std::string& path, Device device) {
   LoadedModel m{model::ModelFiles::open(path), nullptr, nullptr};
   if (m.files.tokenizer_path().empty()) throw UsageError(fmt::format("{}: the model has no tokenizer", path));
   m.tok = m.files.gguf() ? tok::load_tokenizer_gguf(*m.files.gguf()) : tok::load_tokenizer_json(m.files.tokenizer_path());
-  m.engine = std::make_unique<engine::Engine>(engine::bind_weights(m.files), default_pool());
+  m.engine = std::make_unique<engine::Engine>(engine::bind_weights(m.files), default_pool(), device);
   return m;
 }
 
@@ -94,11 +94,11 @@ EvalResult evaluate(const std::string& model_path, const std::string& base_path,
   const bool with_base = !base_path.empty();
   std::optional<LoadedModel> base;
   if (with_base) {
-    base.emplace(load(base_path));
+    base.emplace(load(base_path, s.device));
     r.base.emplace();
     r.base->info = describe_model(base_path);
   }
-  LoadedModel model = load(model_path);
+  LoadedModel model = load(model_path, s.device);
   r.model.info = describe_model(model_path);
   const tok::Tokenizer& tok = with_base ? *base->tok : *model.tok;
   log::info("eval: {}{}", model_path, with_base ? " against " + base_path : "");
@@ -140,6 +140,11 @@ EvalResult evaluate(const std::string& model_path, const std::string& base_path,
       evals[i]->latency = measure_latency(*engines[i], tok, ids, s.latency_settings);
       tick(1, 1);
     }
+  }
+  for (std::size_t i = 0; i < evals.size(); ++i) {
+    const engine::Backend* b = engines[i]->kv_device();
+    evals[i]->device = b ? b->describe() : "cpu";
+    if (b) evals[i]->peak_device_bytes = b->peak_allocated_bytes();
   }
   r.peak_rss_bytes = peak_rss_bytes();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -74,7 +74,7 @@ PerplexityResult perplexity_llama_cpp(engine::Engine& engine, const tok::Tokeniz
   const std::int64_t n_vocab = engine.hparams().vocab_size;
 
   const KvLayout layout = engine.kv_layout(16, kv_dtype);
-  KvStorage kv(layout, (n_ctx + layout.block_size - 1) / layout.block_size);
+  KvStorage kv(layout, (n_ctx + layout.block_size - 1) / layout.block_size, engine.kv_device());
 
   PerplexityResult r;
   double nll = 0.0;

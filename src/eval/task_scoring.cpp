@@ -121,7 +121,7 @@ TaskResult run_task(engine::Engine& engine, const tok::Tokenizer& tok, const Tas
   const auto layout = engine.kv_layout(16, engine::KvDtype::f16);
   std::int64_t max_choices = 0;
   for (const auto& item : task.items) max_choices = std::max<std::int64_t>(max_choices, static_cast<std::int64_t>(item.contexts.size()));
-  engine::KvStorage kv(layout, static_cast<int>(max_tokens / layout.block_size + 2 * (max_choices + 1)));
+  engine::KvStorage kv(layout, static_cast<int>(max_tokens / layout.block_size + 2 * (max_choices + 1)), engine.kv_device());
 
   TaskResult r;
   r.name = task.name;

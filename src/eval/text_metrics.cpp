@@ -65,7 +65,7 @@ TextMetrics evaluate_text(std::span<engine::Engine* const> models, const tok::To
   std::vector<engine::KvStorage> kv;
   for (auto* m : models) {
     const auto layout = m->kv_layout(16, s.kv_dtype);
-    kv.emplace_back(layout, (s.n_ctx + layout.block_size - 1) / layout.block_size);
+    kv.emplace_back(layout, (s.n_ctx + layout.block_size - 1) / layout.block_size, m->kv_device());
   }
   TextMetrics r;
   r.text_tokens = static_cast<std::int64_t>(tokens.size());

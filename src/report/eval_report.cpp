@@ -180,6 +180,7 @@ std::string render_markdown(const eval::EvalResult& r, const ReportContext& ctx)
                     "- Peak resident memory of the evaluation process: {}{}\n- Evaluation time: {}\n",
                     env.cpu, env.logical_cores, r.threads, env.build, format_bytes(static_cast<double>(r.peak_rss_bytes)),
                     pair ? " (both models loaded)" : "", format_duration(r.seconds));
+  if (r.model.device != "cpu" && !r.model.device.empty()) md += fmt::format("- Device: {}\n", r.model.device);
   if (!ctx.command.empty()) md += fmt::format("\nProduced by:\n\n```\n{}\n```\n", ctx.command);
   return md;
 }

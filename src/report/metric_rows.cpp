@@ -81,6 +81,10 @@ std::vector<MetricRow> metric_rows(const eval::EvalResult& r) {
     add(row("decode_tokens_per_s", "decode (tokens/s)", Better::higher, DeltaKind::ratio, 1),
         [](const eval::ModelEval& m) -> std::optional<double> { return m.latency ? std::optional(m.latency->decode_tokens_per_s) : std::nullopt; });
   }
+  add(row("peak_device_bytes", "peak GPU memory (MiB; weights, KV cache, scratch)", Better::lower, DeltaKind::ratio, 1, 1.0 / (1024 * 1024)),
+      [](const eval::ModelEval& m) -> std::optional<double> {
+        return m.peak_device_bytes ? std::optional(static_cast<double>(m.peak_device_bytes)) : std::nullopt;
+      });
   // One process runs both models of a pair, so its peak is a single number (Environment section).
   if (!base && r.peak_rss_bytes > 0)
     rows.push_back(with_model(row("peak_rss_bytes", "peak resident memory (MiB)", Better::lower, DeltaKind::ratio, 1, 1.0 / (1024 * 1024)),

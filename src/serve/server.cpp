@@ -16,6 +16,8 @@
 #include "mo/core/log.h"
 #include "mo/core/strings.h"
 #include "mo/core/thread_pool.h"
+#include "mo/core/device.h"
+#include "mo/engine/device_model.h"
 #include "mo/engine/engine.h"
 #include "mo/inspect/inspect.h"
 #include "mo/io/json_file.h"
@@ -49,7 +51,7 @@ std::size_t longest_token_bytes(const tok::Tokenizer& tok) {
 }
 
 // The memory plan: the budget calculator's table for this model on this machine's memory.
-budget::BudgetRequest budget_request(const config::ServeConfig& cfg, double memory_bytes) {
+budget::BudgetRequest budget_request(const config::ServeConfig& cfg, double memory_bytes, const std::string& device_label) {
   budget::BudgetConfig b;
   b.model_path = cfg.model_path;
   b.kv_cache_dtype = "fp16";
@@ -59,9 +61,29 @@ budget::BudgetRequest budget_request(const config::ServeConfig& cfg, double memo
   b.max_num_seqs = cfg.max_num_seqs;
   b.max_num_batched_tokens = cfg.max_num_batched_tokens;
   budget::BudgetRequest req = budget::make_request(b);
-  req.gpu_label = cfg.memory_limit > 0 ? fmt::format("CPU, memory_limit {:.2f} GiB", cfg.memory_limit)
-                                       : fmt::format("CPU, {} physical memory", format_bytes(memory_bytes));
+  if (!device_label.empty()) req.gpu_label = device_label;
+  else
+    req.gpu_label = cfg.memory_limit > 0 ? fmt::format("CPU, memory_limit {:.2f} GiB", cfg.memory_limit)
+                                         : fmt::format("CPU, {} physical memory", format_bytes(memory_bytes));
   return req;
+}
+
+double device_kv_pool_bytes(engine::Backend& gpu, double utilization, double activation_reserve) {
+  const engine::DeviceMemory m = gpu.memory();
+  const double used = static_cast<double>(m.total - m.free);
+  return std::max(0.0, static_cast<double>(m.total) * utilization - used - activation_reserve);
+}
+
+// The measured side of the budget: what the device really holds after loading.
+std::string device_memory_lines(const engine::Engine& e, double kv_pool_bytes, double utilization) {
+  const engine::Backend& b = *e.kv_device();
+  const engine::DeviceMemory m = b.memory();
+  std::string out = fmt::format("device: {}\n", b.describe());
+  if (const auto* dm = e.device_model()) out += fmt::format("weights on the device: {} ({})\n", format_bytes(static_cast<double>(dm->weight_bytes())), dm->summary());
+  out += fmt::format("device memory: {} total, {} in use after loading, {} budget at gpu_memory_utilization {:.2f}, {} for the KV cache\n",
+                     format_bytes(static_cast<double>(m.total)), format_bytes(static_cast<double>(m.total - m.free)),
+                     format_bytes(static_cast<double>(m.total) * utilization), utilization, format_bytes(kv_pool_bytes));
+  return out;
 }
 
 // SIGINT/SIGTERM only set this (a handler is process-wide, whichever thread takes the signal); the
@@ -87,7 +109,7 @@ void install_stop_handlers() {
 
 int run_server(const config::ServeConfig& cfg) {
   if (cfg.model_path.empty()) throw UsageError("model_path: no model given (serve --model_path PATH)");
-  if (cfg.device == "cuda") throw UsageError("device: serve runs on the CPU engine; use cpu or auto");
+  const Device device = parse_device(cfg.device);
   const engine::KvDtype kv_dtype = kv_dtype_of(cfg.kv_cache_dtype);
   set_default_threads(static_cast<int>(cfg.threads));
 
@@ -95,11 +117,13 @@ int run_server(const config::ServeConfig& cfg) {
   model::ModelFiles files = model::ModelFiles::open(cfg.model_path);
   if (files.tokenizer_path().empty() && !files.gguf()) throw UsageError(fmt::format("{}: the model has no tokenizer", cfg.model_path));
   auto tokenizer = files.gguf() ? tok::load_tokenizer_gguf(*files.gguf()) : tok::load_tokenizer_json(files.tokenizer_path());
-  engine::Engine engine(engine::bind_weights(files), default_pool());
+  engine::Engine engine(engine::bind_weights(files), default_pool(), device);
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  engine::Backend* gpu = engine.kv_device();
 
-  const double memory = cfg.memory_limit > 0 ? cfg.memory_limit * 1024.0 * 1024.0 * 1024.0 : physical_memory_bytes();
-  const budget::BudgetRequest breq = budget_request(cfg, memory);
+  const double memory = gpu ? static_cast<double>(gpu->memory().total)
+                            : cfg.memory_limit > 0 ? cfg.memory_limit * 1024.0 * 1024.0 * 1024.0 : physical_memory_bytes();
+  const budget::BudgetRequest breq = budget_request(cfg, memory, gpu ? gpu->describe() : std::string());
   const budget::BudgetResult bres = budget::compute_budget(breq);
   const int max_model_len = static_cast<int>(breq.max_model_len);
   if (!cfg.enable_chunked_prefill && cfg.max_num_batched_tokens < max_model_len)
@@ -109,24 +133,30 @@ int run_server(const config::ServeConfig& cfg) {
   const engine::KvLayout layout = engine.kv_layout(static_cast<int>(cfg.block_size), kv_dtype);
   const int bs = layout.block_size;
   const int blocks_per_seq = (max_model_len + bs - 1) / bs;
-  const int pool_blocks = bres.kv_pool_bytes > 0 ? engine::blocks_for_budget(layout, static_cast<std::size_t>(bres.kv_pool_bytes)) : 0;
+  // On a GPU the pool is what is really left: gpu_memory_utilization of the card, less what is in use
+  // now (weights, CUDA context, other processes) and the activation reserve.
+  const double kv_pool_bytes = gpu ? device_kv_pool_bytes(*gpu, cfg.gpu_memory_utilization, bres.activation_bytes) : bres.kv_pool_bytes;
+  const int pool_blocks = kv_pool_bytes > 0 ? engine::blocks_for_budget(layout, static_cast<std::size_t>(kv_pool_bytes)) : 0;
   std::cout << fmt::format("model-optimizer {} serve\n", build_info().version);
   std::cout << fmt::format("model: {} ({}, {} layers, stored as {}) from {}\n", model_name_of(cfg), engine.hparams().arch,
                            engine.hparams().num_layers, bres.weight_format, cfg.model_path);
   if (auto m = inspect::manifest_summary(cfg.model_path)) std::cout << "quantization: " << *m << "\n";
   std::cout << fmt::format("loaded in {:.2f} s\n\n", load_s);
   std::cout << budget::format_table(breq, bres) << "\n";
+  if (gpu) std::cout << device_memory_lines(engine, kv_pool_bytes, cfg.gpu_memory_utilization) << "\n";
   if (pool_blocks < blocks_per_seq) {
     const std::int64_t fit = static_cast<std::int64_t>(pool_blocks) * bs;
     if (fit == 0)
       throw UsageError(fmt::format("memory_limit: weights, activations and overhead take {} of the {} budget; nothing is left for the KV cache (raise memory_limit or gpu_memory_utilization)",
                                    format_bytes(bres.weights_bytes + bres.activation_bytes + bres.overhead_bytes), format_bytes(bres.budget_bytes)));
+    if (gpu) throw UsageError(fmt::format("max_model_len: {} KV tokens fit in the GPU memory left at gpu_memory_utilization {:.2f}, less than one sequence of {}; the largest max_model_len that fits is {}",
+                                         fit, cfg.gpu_memory_utilization, max_model_len, fit));
     throw UsageError(fmt::format("max_model_len: the KV cache gets {} of the budget, {} tokens, less than one sequence of {}; the largest max_model_len that fits is {} (or raise memory_limit / gpu_memory_utilization)",
-                                 format_bytes(bres.kv_pool_bytes), fit, max_model_len, fit));
+                                 format_bytes(kv_pool_bytes), fit, max_model_len, fit));
   }
   // More blocks than max_num_seqs full-length sequences can ever use would only take memory.
   const int num_blocks = std::min<std::int64_t>(pool_blocks, static_cast<std::int64_t>(cfg.max_num_seqs) * blocks_per_seq);
-  engine::KvStorage kv(layout, num_blocks);
+  engine::KvStorage kv(layout, num_blocks, gpu);
 
   std::cout << fmt::format("KV cache: {} blocks x {} tokens = {} tokens ({}, {}), {} per token\n", num_blocks, bs,
                            static_cast<std::int64_t>(num_blocks) * bs, format_bytes(static_cast<double>(kv.bytes())),

@@ -176,3 +176,25 @@ TEST(Cli, NoSubcommandPrintsHelpAndExits2) {
 }
 
 }  // namespace
+
+namespace {
+
+// Without a GPU, --device cuda is a one-line usage error (exit 2) naming the device, in every command
+// that runs the engine; auto falls back to the CPU.
+TEST(Cli, DeviceCudaWithoutGpuSaysWhy) {
+  const std::string model = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " not found";
+  const std::string version = run("--version").out;
+  if (has(version, "cuda:       on") && !has(version, "no GPU visible")) GTEST_SKIP() << "a GPU is visible";
+  for (const std::string& cmd : {"generate " + model + " --max-tokens 4", "eval " + model + " --text none --no-latency --tasks x",
+                                "serve --model-path " + model + " --port 18999"}) {
+    auto r = run(cmd + " --device cuda");
+    EXPECT_EQ(r.code, 2) << cmd << ": " << r.err;
+    EXPECT_TRUE(has(r.err, "cuda")) << cmd << ": " << r.err;
+    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 2) << cmd << ": " << r.err;
+  }
+  auto r = run("generate " + model + " --max-tokens 4 --device auto");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+}  // namespace

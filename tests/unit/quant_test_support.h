@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mo/config/commands.h"
 #include "mo/core/thread_pool.h"
 #include "mo/engine/generator.h"
 #include "mo/model/model_files.h"
@@ -46,6 +47,20 @@ inline std::string write_calibration(const fs::path& dir) {
   while (std::getline(in, line))
     if (line.size() > 20) out << nlohmann::json({{"text", line}}).dump() << "\n";
   return path;
+}
+
+// Quantizing stories260K quickly: 4-bit request, group 32, 8 calibration samples of 64 tokens, no evaluation.
+inline mo::config::QuantizeConfig stories_config(const std::string& method, const fs::path& out, const std::string& calib) {
+  mo::config::QuantizeConfig c;
+  c.model_path = kStories;
+  c.output_path = out.string();
+  c.quant_method = method;
+  c.group_size = 32;
+  c.calibration_data = calib;
+  c.num_samples = 8;
+  c.max_seq_len = 64;
+  c.eval = false;
+  return c;
 }
 
 // The first `n` greedy tokens from BOS, by our engine, of a GGUF file or an HF directory.

@@ -11,23 +11,13 @@
 #include "mo/engine/kv_cache.h"
 #include "mo/io/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
+#include "small_llama.h"
 
 namespace {
 
 using namespace mo::engine;
 
-mo::model::Hparams small_llama() {
-  mo::model::Hparams hp;
-  hp.vocab_size = 320;
-  hp.hidden_size = 256;  // one K-quant super-block per row
-  hp.intermediate_size = 512;
-  hp.num_layers = 2;
-  hp.num_heads = 4;
-  hp.num_kv_heads = 2;
-  hp.head_dim = 64;
-  hp.context_length = 512;
-  return hp;
-}
+using mo::test::small_llama;
 
 // The same model with every matrix decoded to f32.
 ModelWeights dequantized(const ModelWeights& w) {

@@ -4,15 +4,8 @@
 
 #include "mo/core/device.h"
 #include "mo/core/error.h"
-#include "mo/engine/ops/add.h"
 
 namespace {
-
-TEST(Ops, AddInplaceOnCpuAddsElementwise) {
-  std::vector<float> x = {1, 2, 3, -4}, y = {0.5f, -2, 10, 4};
-  mo::ops::add_inplace(mo::Device::cpu, x.data(), y.data(), x.size());
-  EXPECT_EQ(x, (std::vector<float>{1.5f, 0, 13, 0}));
-}
 
 TEST(Device, ParsesNamesAndRejectsOthers) {
   EXPECT_EQ(mo::parse_device("cpu"), mo::Device::cpu);

@@ -25,19 +25,6 @@ namespace {
 
 using namespace quant_test;
 
-QuantizeConfig config(const std::string& method, const fs::path& out, const std::string& calib) {
-  QuantizeConfig c;
-  c.model_path = kStories;
-  c.output_path = out.string();
-  c.quant_method = method;
-  c.group_size = 32;
-  c.calibration_data = calib;
-  c.num_samples = 8;
-  c.max_seq_len = 64;
-  c.eval = false;
-  return c;
-}
-
 std::vector<nlohmann::json> decisions(const fs::path& dir) {
   std::vector<nlohmann::json> out;
   std::ifstream in(dir / "decisions.jsonl");
@@ -54,7 +41,7 @@ TEST(QuantizePipeline, EveryMethodWritesALoadableModelAndLogsThe172Fallbacks) {
   const auto base = greedy(kStories, 20);
   for (const std::string method : {"rtn", "gptq", "awq", "fp8"}) {
     const fs::path out = t.path / method;
-    mo::quant::QuantizeReport r = mo::quant::quantize_model(config(method, out, calib));
+    mo::quant::QuantizeReport r = mo::quant::quantize_model(stories_config(method, out, calib));
     for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "model-optimizer.json", "decisions.jsonl"})
       EXPECT_TRUE(fs::exists(out / f)) << method << ": " << f;
     const auto log = decisions(out);
@@ -83,7 +70,7 @@ TEST(QuantizePipeline, Int8CopiesGenerateTheSameFirst20GreedyTokens) {
   const std::string calib = write_calibration(t.path);
   const auto base = greedy(kStories, 20);
   for (const std::string method : {"rtn", "gptq"}) {
-    QuantizeConfig c = config(method, t.path / (method + "8"), calib);
+    QuantizeConfig c = stories_config(method, t.path / (method + "8"), calib);
     c.bits = 8;
     c.group_size = -1;
     mo::quant::quantize_model(c);
@@ -93,7 +80,7 @@ TEST(QuantizePipeline, Int8CopiesGenerateTheSameFirst20GreedyTokens) {
 
 TEST(QuantizePipeline, SkipLayersAndSensitivityFallbackAreLogged) {
   TempDir t;
-  QuantizeConfig c = config("rtn", t.path / "out", write_calibration(t.path));
+  QuantizeConfig c = stories_config("rtn", t.path / "out", write_calibration(t.path));
   c.skip_layers = {"model.layers.4.*"};
   c.sensitivity_threshold = 0.9999;  // every INT4 linear is below this: all fall back to INT8
   mo::quant::quantize_model(c);
@@ -112,7 +99,7 @@ TEST(QuantizePipeline, SkipLayersAndSensitivityFallbackAreLogged) {
 
 TEST(QuantizePipeline, RefusesExistingOrInputPathsBeforeAnyWork) {
   TempDir t;
-  QuantizeConfig c = config("rtn", t.path, "general");
+  QuantizeConfig c = stories_config("rtn", t.path, "general");
   try {
     mo::quant::quantize_model(c);
     FAIL() << "an existing output_path must be refused";
@@ -127,7 +114,7 @@ TEST(QuantizePipeline, AFailedRunLeavesNoOutput) {
   TempDir t;
   const fs::path bad = t.path / "bad.jsonl";
   std::ofstream(bad) << "{\"text\": \"fine\"}\nnot json\n";
-  QuantizeConfig c = config("awq", t.path / "out", bad.string());
+  QuantizeConfig c = stories_config("awq", t.path / "out", bad.string());
   EXPECT_THROW(mo::quant::quantize_model(c), mo::Error);
   EXPECT_FALSE(fs::exists(t.path / "out"));
   for (const auto& e : fs::directory_iterator(t.path)) EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
@@ -135,7 +122,7 @@ TEST(QuantizePipeline, AFailedRunLeavesNoOutput) {
 
 TEST(QuantizePipeline, OptionErrorsNameTheKey) {
   TempDir t;
-  QuantizeConfig c = config("awq", t.path / "out", "general");
+  QuantizeConfig c = stories_config("awq", t.path / "out", "general");
   c.bits = 8;
   try {
     mo::quant::quantize_model(c);

@@ -4,10 +4,13 @@
 // Quantizers use the per-layer entry points; evaluators and the server use forward().
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "mo/core/thread_pool.h"
+#include "mo/core/device.h"
+#include "mo/engine/backend.h"
 #include "mo/engine/kv_layout.h"
 #include "mo/engine/kv_storage.h"
 #include "mo/engine/weights.h"
@@ -29,9 +32,22 @@ const char* linear_name(LinearId id);  // "q_proj", ..., "down_proj" (HF names)
 // Called with the input of each linear sub-layer: x is [n, dim] f32.
 using LinearObserver = std::function<void(int layer, LinearId which, const float* x, std::int64_t n, std::int64_t dim)>;
 
+class DeviceModel;
+
 class Engine {
  public:
-  Engine(ModelWeights weights, ThreadPool& pool);
+  // device cuda uploads the weights to the GPU and runs forward() there (with a KvStorage made with
+  // kv_device()); the per-layer entry points below always run on the CPU.
+  Engine(ModelWeights weights, ThreadPool& pool, Device device = Device::cpu);
+  ~Engine();
+  Engine(Engine&&) noexcept;
+
+  // Runs forward() through `backend` from now on (the CPU backend in tests; CUDA via the constructor).
+  void use_backend(std::unique_ptr<Backend> backend);
+  // Where a KvStorage for forward() must live: the device backend, or nullptr for host memory.
+  Backend* kv_device() const { return backend_.get(); }
+  const DeviceModel* device_model() const { return device_model_.get(); }
+  Device device() const { return backend_ ? backend_->device() : Device::cpu; }
 
   const model::Hparams& hparams() const { return w_.hp; }
   const ModelWeights& weights() const { return w_; }
@@ -39,7 +55,7 @@ class Engine {
   KvLayout kv_layout(int block_size = 16, KvDtype dtype = KvDtype::f16) const;
 
   // Runs all layers over the chunks' tokens, writing their K/V into `kv`, and returns the logits
-  // [rows, vocab] of the tokens asked for, in chunk order.
+  // [rows, vocab] of the tokens asked for, in chunk order. A `kv` in device memory runs on the device.
   std::vector<float> forward(std::span<const SeqChunk> chunks, KvStorage& kv);
 
   // Per-layer access (no KV cache): one causal sequence of n tokens at positions 0..n-1 (start_pos
@@ -54,6 +70,8 @@ class Engine {
 
   ModelWeights w_;
   ThreadPool& pool_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<DeviceModel> device_model_;
 };
 
 }  // namespace mo::engine

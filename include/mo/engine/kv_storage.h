@@ -1,5 +1,6 @@
 #pragma once
-// Host memory behind the paged KV cache: for each layer a K and a V array
+// Memory behind the paged KV cache (host memory, or a device backend's memory when the engine runs
+// there): for each layer a K and a V array
 //   k, v: [num_blocks, block_size, num_kv_heads, head_dim]  of layout.dtype (f16 as IEEE half bits, or f32)
 // so slot s (= block * block_size + offset, from KvCacheManager) is row s of the
 // [num_blocks * block_size, num_kv_heads, head_dim] view. The bookkeeping lives in kv_cache.h.
@@ -9,6 +10,7 @@
 #include <memory>
 #include <span>
 
+#include "mo/engine/backend.h"
 #include "mo/engine/kv_layout.h"
 
 namespace mo::engine {
@@ -18,6 +20,10 @@ class KvStorage {
   // Zeroed memory for num_blocks blocks of `layout`. Throws UsageError for a bad layout and mo::Error
   // naming the bytes when the memory cannot be had.
   KvStorage(const KvLayout& layout, int num_blocks);
+  // The same arrays in `device`'s memory (nullptr = host memory); a device cache holds f16 only.
+  // k_block/v_block then return device pointers for the backend's kernels; write/read/copy_block work
+  // through the backend (slowly: the engine's forward writes K/V with the backend's kv_write op).
+  KvStorage(const KvLayout& layout, int num_blocks, Backend* device);
 
   // Stores token t's K and V at slots[t], converting to layout.dtype (f16 rounds to nearest even).
   // k, v: [slots.size(), num_kv_heads, head_dim] f32
@@ -39,6 +45,7 @@ class KvStorage {
   int num_blocks() const { return num_blocks_; }
   int num_slots() const { return num_blocks_ * layout_.block_size; }
   std::size_t bytes() const { return bytes_; }
+  Backend* device() const { return device_; }  // nullptr for host memory
 
  private:
   // Byte offset of (layer, K or V, block) in data_; the layout is [layer][K, V][block][slot][head][dim].
@@ -56,6 +63,9 @@ class KvStorage {
     void operator()(std::byte* p) const { std::free(p); }
   };
   std::unique_ptr<std::byte, FreeDeleter> data_;  // calloc'd: the OS hands out zero pages lazily
+  Backend* device_ = nullptr;
+  DeviceBuffer device_data_;
+  std::byte* base_ = nullptr;                      // data_ or device_data_
 };
 
 extern template const float* KvStorage::k_block<float>(int, int) const;

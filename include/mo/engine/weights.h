@@ -8,9 +8,26 @@
 #include <string>
 #include <vector>
 
+#include "mo/engine/rope_style.h"
 #include "mo/model/model_files.h"
 
 namespace mo::engine {
+
+// An AWQ or GPTQ linear's tensors exactly as the checkpoint stores them (layouts in backend.h's
+// LinearKind), kept beside the CPU form so a device backend runs its fused int4/int8 kernels on them.
+// The spans point into the mapped files (or ModelWeights::owned for dummy weights).
+struct PackedIntLinear {
+  bool awq = false;                              // else GPTQ
+  int bits = 4;
+  std::int64_t group_size = 0;                   // inputs per group (cols for one group per row)
+  std::int64_t groups = 0;
+  bool zero_minus_one = false;                   // GPTQ v1
+  std::span<const std::uint8_t> qweight, qzeros, scales, g_idx;  // int32, int32, f16, int32 (g_idx may be empty)
+};
+
+// Matrix::type of a linear that has only its packed form (dummy AWQ weights): the CPU reads it with
+// the reference kernel of the device layout.
+inline constexpr std::uint32_t kPackedOnlyType = 0xFFFF;
 
 // A [rows, cols] matrix, row-major, each row `row_bytes` long in ggml type `type`.
 struct Matrix {
@@ -20,6 +37,7 @@ struct Matrix {
   std::int64_t cols = 0;  // input features (the row length)
   std::size_t row_bytes = 0;
   std::span<const std::uint8_t> bytes;
+  std::shared_ptr<const PackedIntLinear> packed;  // AWQ / GPTQ checkpoints: the stored tensors
   bool empty() const { return rows == 0; }
   const std::uint8_t* row(std::int64_t r) const { return bytes.data() + static_cast<std::size_t>(r) * row_bytes; }
 };
@@ -31,9 +49,6 @@ struct LayerWeights {
   Matrix w_gate, w_up, w_down;             // [ffn, hidden] x2, [hidden, ffn]
 };
 
-// How RoPE pairs the dimensions of a head: `normal` rotates (2i, 2i+1) — GGUF Llama, whose Q/K rows
-// were permuted at conversion; `neox` rotates (i, i + d/2) — HF checkpoints and Qwen2.
-enum class RopeStyle { normal, neox };
 
 struct ModelWeights {
   model::Hparams hp;
@@ -55,5 +70,10 @@ ModelWeights bind_weights(const model::ModelFiles& files);
 // up to Q6_K), for speed tests of large shapes without files (--load-format dummy) and for per-format
 // tests. Deterministic for a given seed.
 ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::uint64_t seed = 1);
+
+// Random AWQ GEMM 4-bit weights (group `group_size`) for every layer linear, f16 embeddings and head:
+// the shape of an AutoAWQ checkpoint, for device speed tests (--dummy-type awq). Matrices are
+// kPackedOnlyType.
+ModelWeights dummy_awq_weights(const model::Hparams& hp, std::int64_t group_size = 128, std::uint64_t seed = 1);
 
 }  // namespace mo::engine

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "mo/core/device.h"
+
 #include "mo/eval/latency.h"
 #include "mo/eval/tasks.h"
 #include "mo/eval/text_metrics.h"
@@ -20,6 +22,7 @@ struct EvalSettings {
   std::int64_t limit = 0;          // items per task; 0 = all
   bool latency = true;
   LatencySettings latency_settings;
+  Device device = Device::cpu;     // where the models run (cuda: the GPU engine)
 };
 
 struct ModelInfo {
@@ -35,6 +38,8 @@ struct ModelEval {
   std::optional<KlResult> kl;      // candidate only, when a base is given and perplexity runs
   std::vector<TaskResult> tasks;
   std::optional<LatencyResult> latency;
+  std::string device;                  // "cpu", or the GPU's description
+  std::uint64_t peak_device_bytes = 0; // GPU runs: the most device memory this model's engine held (weights, KV, scratch)
 };
 
 struct EvalResult {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "../backend/cpu_ops.h"
+#include "mo/engine/device_model.h"
 #include "mo/engine/ops/linear.h"
 #include "mo/io/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
@@ -38,6 +40,8 @@ void set_blas_for_batches(bool on) { g_blas_batches = on; }
 bool blas_for_batches() { return g_blas_batches; }
 
 void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool) {
+  // Packed-only (dummy AWQ) weights: the reference kernel of the device layout.
+  if (w.type == engine::kPackedOnlyType) return engine::cpu_dev::linear(x, n, engine::packed_host_view(w), y, pool);
   if (g_blas_batches && n >= 16 && w.type == 0) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), static_cast<int>(w.rows), static_cast<int>(w.cols), 1.0f, x,
                 static_cast<int>(w.cols), reinterpret_cast<const float*>(w.bytes.data()), static_cast<int>(w.cols), 0.0f, y,

@@ -1,0 +1,150 @@
+#pragma once
+// The engine's device side: memory and the ops of the Llama block over buffers that live in one
+// device's memory. Two implementations with the same contracts:
+//   - the CPU backend (host memory), which runs the same device-layout math on the CPU, and
+//   - the CUDA backend (kernels/, device memory; only in builds with MO_WITH_CUDA).
+// DeviceModel (device_model.h) runs the forward pass over either. Every pointer an op takes is in the
+// backend's memory; sizes are element counts unless a name says bytes. Ops are queued in order on the
+// backend's stream: download() and synchronize() wait for them.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mo/core/device.h"
+#include "mo/engine/rope_style.h"
+
+namespace mo {
+class ThreadPool;
+}
+
+namespace mo::engine {
+
+// How one linear layer's weights are stored on the device, each read by its own kernel.
+enum class LinearKind {
+  f16,   // weight: f16 bits [rows, cols] row-major (F32/F16/BF16 and other GGUF types are converted to this)
+  q8_0,  // weight: GGUF Q8_0 blocks, `rows` rows of `row_bytes` (cols % 32 == 0)
+  q4_k,  // weight: GGUF Q4_K blocks (cols % 256 == 0)
+  q6_k,  // weight: GGUF Q6_K blocks (cols % 256 == 0)
+  awq,   // AutoAWQ GEMM 4-bit: weight = qweight int32 [cols, rows/8], interleaved order 0,2,4,6,1,3,5,7
+         // along out; qzeros int32 [groups, rows/8] same order, true zeros; scales f16 [groups, rows]
+  gptq,  // AutoGPTQ 4 or 8 bits: weight = qweight int32 [cols*bits/32, rows] packed along in (value j of
+         // a word at bits*j); qzeros int32 [groups, rows*bits/32] packed along out; scales f16
+         // [groups, rows]; g_idx int32 [cols] (group of each input) or null for g = k / group_size
+};
+const char* linear_kind_name(LinearKind k);
+
+// y[n, rows] = x[n, cols] · Wᵀ, W dequantized as (q - zero) * scale for awq/gptq.
+struct DeviceLinear {
+  LinearKind kind = LinearKind::f16;
+  std::int64_t rows = 0;  // output features
+  std::int64_t cols = 0;  // input features
+  const void* weight = nullptr;
+  std::size_t row_bytes = 0;                // q8_0 / q4_k / q6_k: bytes of one row of blocks
+  const std::int32_t* qzeros = nullptr;     // awq / gptq
+  const std::uint16_t* scales = nullptr;    // awq / gptq: f16 bits [groups, rows]
+  const std::int32_t* g_idx = nullptr;      // gptq: [cols], or null
+  int bits = 4;                             // awq: 4; gptq: 4 or 8
+  std::int64_t group_size = 0;              // awq / gptq: inputs per group (cols for one group per row)
+  std::int64_t groups = 0;                  // awq / gptq: rows of qzeros and scales
+  bool zero_minus_one = false;              // gptq v1: the stored zero is the true zero - 1
+  std::size_t bytes = 0;                    // device bytes of all its buffers (for bandwidth figures)
+};
+
+// Paged attention over f16 KV blocks, for decode and ragged prefill alike: each query row (one token of
+// one sequence) attends to positions 0 .. row_ctx[r]-1 of its sequence (causal: its own position + 1),
+// found through the sequence's block table. GQA: query head h reads KV head h / (num_heads / num_kv_heads).
+struct AttentionArgs {
+  const float* q = nullptr;                 // [n_rows, num_heads, head_dim], RoPE applied
+  float* out = nullptr;                     // [n_rows, num_heads, head_dim]
+  const std::uint16_t* k_cache = nullptr;   // one layer, f16 bits [num_blocks, block_size, num_kv_heads, head_dim]
+  const std::uint16_t* v_cache = nullptr;   // same shape
+  const std::int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
+  const std::int32_t* row_seq = nullptr;    // [n_rows]: index of the row's sequence in block_tables
+  const std::int32_t* row_ctx = nullptr;    // [n_rows]: positions the row attends to (>= 1)
+  int n_rows = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 16, max_blocks_per_seq = 0;
+  int max_ctx = 0;                          // max of row_ctx (known on the host)
+  float scale = 1.0f;                       // 1 / sqrt(head_dim)
+};
+
+struct DeviceMemory {
+  std::size_t free = 0, total = 0;          // of the whole device (cudaMemGetInfo; host RAM for the CPU)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string describe() const = 0;  // "cpu (2 threads)", "cuda:0 NVIDIA H200, 139.8 GiB, sm_90"
+
+  // Memory. alloc returns zeroed memory and throws mo::Error naming the bytes when it cannot.
+  virtual void* alloc(std::size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void synchronize() = 0;
+  virtual DeviceMemory memory() const = 0;
+  std::size_t allocated_bytes() const { return allocated_; }
+  std::size_t peak_allocated_bytes() const { return peak_; }
+
+  // table: f16 bits [vocab, dim]; out[t] = table[tokens[t]] as f32 (ids checked by the caller).
+  virtual void embedding(const std::uint16_t* table, std::int64_t dim, const std::int32_t* tokens, std::int64_t n, float* out) = 0;
+  // out[t] = x[t] / sqrt(mean(x[t]²) + eps) * w, rows of d; out may alias x.
+  virtual void rms_norm(const float* x, const float* w, float* out, std::int64_t n, std::int64_t d, float eps) = 0;
+  // x: [n, heads, head_dim]; token t rotated for position pos[t] exactly as ops::rope (factors: [head_dim/2] or null).
+  virtual void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads, std::int64_t head_dim, float theta,
+                    float freq_scale, const float* factors, RopeStyle style) = 0;
+  virtual void silu_mul(float* gate, const float* up, std::int64_t n) = 0;                   // gate = silu(gate) * up
+  virtual void add(float* x, const float* y, std::int64_t n) = 0;                            // x += y (residual)
+  virtual void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) = 0;    // y[t] += bias, rows of d
+  // Stores token t's K and V rows ([n, row] f32) as f16 (round to nearest even) at slot slots[t] of
+  // one layer's caches ([num_slots, row] f16 bits, slot = block * block_size + offset).
+  virtual void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots,
+                        std::int64_t n, std::int64_t row) = 0;
+  virtual void attention(const AttentionArgs& a) = 0;
+  virtual void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) = 0;
+
+ protected:
+  void count_alloc(std::ptrdiff_t bytes);
+  std::size_t allocated_ = 0, peak_ = 0;
+};
+
+// The CPU backend runs on `pool`'s threads.
+std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool);
+// The CUDA backend on GPU `ordinal`. Throws UsageError in a build without CUDA or when no GPU is visible.
+std::unique_ptr<Backend> make_cuda_backend(int ordinal = 0);
+std::unique_ptr<Backend> make_backend(Device device, ThreadPool& pool);
+
+// Device memory that frees itself.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Backend& b, std::size_t bytes) : b_(&b), p_(bytes ? b.alloc(bytes) : nullptr), bytes_(bytes) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      b_ = o.b_, p_ = o.p_, bytes_ = o.bytes_;
+      o.p_ = nullptr, o.bytes_ = 0;
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { reset(); }
+  void reset() {
+    if (p_) b_->free(p_);
+    p_ = nullptr, bytes_ = 0;
+  }
+  template <class T = void>
+  T* as() const { return static_cast<T*>(p_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  Backend* b_ = nullptr;
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace mo::engine

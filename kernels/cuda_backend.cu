@@ -1,0 +1,108 @@
+// The CUDA backend: device memory through cudaMalloc (tracked for the peak-memory figure), the ops
+// forwarded to the kernels of cuda_ops.h. Every CUDA call is checked.
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "check.cuh"
+#include "cuda_ops.h"
+#include "mo/core/error.h"
+#include "mo/core/device_cuda.h"
+#include "mo/engine/backend.h"
+
+namespace mo::engine {
+namespace {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int ordinal) : ordinal_(ordinal) {
+    MO_CUDA_CHECK("cudaSetDevice", cudaSetDevice(ordinal));
+    cudaDeviceProp p{};
+    MO_CUDA_CHECK("cudaGetDeviceProperties", cudaGetDeviceProperties(&p, ordinal));
+    desc_ = fmt::format("cuda:{} {}, {:.1f} GiB, sm_{}{}", ordinal, p.name, p.totalGlobalMem / double(1ull << 30), p.major, p.minor);
+    linear_ = std::make_unique<cuda_dev::LinearRunner>();  // its cuBLAS handle belongs to the device just set
+  }
+  ~CudaBackend() override = default;
+
+  Device device() const override { return Device::cuda; }
+  std::string describe() const override { return desc_; }
+
+  void* alloc(std::size_t bytes) override {
+    void* p = nullptr;
+    if (bytes == 0) return nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      std::size_t free = 0, total = 0;
+      cudaMemGetInfo(&free, &total);
+      throw Error(fmt::format("cudaMalloc of {:.1f} MiB failed ({}); {:.1f} of {:.1f} GiB free on {}", bytes / double(1 << 20),
+                              cudaGetErrorString(e), free / double(1ull << 30), total / double(1ull << 30), desc_));
+    }
+    MO_CUDA_CHECK("cudaMemset", cudaMemset(p, 0, bytes));
+    sizes_.emplace(p, bytes);
+    count_alloc(static_cast<std::ptrdiff_t>(bytes));
+    return p;
+  }
+  void free(void* p) override {
+    if (!p) return;
+    auto it = sizes_.find(p);
+    if (it != sizes_.end()) {
+      count_alloc(-static_cast<std::ptrdiff_t>(it->second));
+      sizes_.erase(it);
+    }
+    MO_CUDA_CHECK("cudaFree", cudaFree(p));
+  }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) MO_CUDA_CHECK("cudaMemcpy host to device", cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) MO_CUDA_CHECK("cudaMemcpy device to host", cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) MO_CUDA_CHECK("cudaMemcpy device to device", cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+  }
+  void synchronize() override { MO_CUDA_CHECK("cudaDeviceSynchronize", cudaDeviceSynchronize()); }
+  DeviceMemory memory() const override {
+    DeviceMemory m;
+    MO_CUDA_CHECK("cudaMemGetInfo", cudaMemGetInfo(&m.free, &m.total));
+    return m;
+  }
+
+  void embedding(const std::uint16_t* table, std::int64_t dim, const std::int32_t* tokens, std::int64_t n, float* out) override {
+    cuda_dev::embedding(table, dim, tokens, n, out);
+  }
+  void rms_norm(const float* x, const float* w, float* out, std::int64_t n, std::int64_t d, float eps) override {
+    cuda_dev::rms_norm(x, w, out, n, d, eps);
+  }
+  void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads, std::int64_t head_dim, float theta, float freq_scale,
+            const float* factors, RopeStyle style) override {
+    cuda_dev::rope(x, pos, n, heads, head_dim, theta, freq_scale, factors, style);
+  }
+  void silu_mul(float* gate, const float* up, std::int64_t n) override { cuda_dev::silu_mul(gate, up, n); }
+  void add(float* x, const float* y, std::int64_t n) override { cuda_dev::add(x, y, n); }
+  void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) override { cuda_dev::add_bias(y, bias, n, d); }
+  void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
+                std::int64_t row) override {
+    cuda_dev::kv_write(k_cache, v_cache, k, v, slots, n, row);
+  }
+  void attention(const AttentionArgs& a) override { cuda_dev::attention(a); }
+  void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) override { linear_->run(x, n, w, y); }
+
+ private:
+  int ordinal_;
+  std::string desc_;
+  std::unordered_map<void*, std::size_t> sizes_;
+  std::unique_ptr<cuda_dev::LinearRunner> linear_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int ordinal) {
+  const int n = cuda::device_count();
+  if (n == 0) throw UsageError("device: cuda was asked for, but no CUDA GPU is visible (driver missing or no device); use --device cpu");
+  if (ordinal < 0 || ordinal >= n) throw UsageError(fmt::format("device: cuda:{} does not exist ({} GPU{} visible)", ordinal, n, n == 1 ? "" : "s"));
+  return std::make_unique<CudaBackend>(ordinal);
+}
+
+}  // namespace mo::engine

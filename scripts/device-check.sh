@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The GPU check, in one run on a machine with an NVIDIA GPU (made for the H200 of the device tool):
+#   1. configure and build with CUDA for Hopper (sm_90; MO_CUDA_ARCH overrides),
+#   2. run the CUDA op tests (ctest -L cuda) and the device-path unit tests,
+#   3. microbenchmark the linear kernels (int4 GEMV bandwidth),
+#   4. benchmark the engine on random weights of Llama-2-7B and 13B shapes, fp16 and AWQ int4, at
+#      batch 1 and 8 (prefill 512, decode 128): tokens/s, decode bandwidth vs the card's, peak memory,
+# then prints one table. With $OUT set, logs and JSON go there too. Budget: under 8 minutes on 16 cores.
+# A GPU machine without Debian's -dev packages: run scripts/device-deps.sh here first and carry
+# .device-deps; this script unpacks it into a private prefix.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+out=${OUT:-}
+log() { echo "device-check [$(($(date +%s) - start)) s] $*"; }
+[ -n "$out" ] && mkdir -p "$out"
+
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.memory --format=csv,noheader
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+# Peak HBM bandwidth of the card (vendor figures, GB/s): what "fraction of the card's" is taken against.
+case "$gpu" in
+  *H200*) peak=4800 ;; *H100*SXM*|*H100\ 80GB\ HBM3*) peak=3350 ;; *H100*) peak=2000 ;; *A100*80GB*) peak=2039 ;;
+  *A100*) peak=1555 ;; *4090*) peak=1008 ;; *L40S*|*L40*) peak=864 ;; *A10*) peak=600 ;; *L4*) peak=300 ;; *) peak=${MO_PEAK_GBS:-1000} ;;
+esac
+log "GPU: ${gpu:-none found}; peak bandwidth taken as $peak GB/s"
+
+if [ -d .device-deps ]; then
+  prefix=/tmp/mo-deps
+  mkdir -p "$prefix"
+  for f in .device-deps/*.deb; do dpkg-deb -x "$f" "$prefix" 2>/dev/null || dpkg -x "$f" "$prefix"; done
+  export CMAKE_PREFIX_PATH="$prefix/usr:${CMAKE_PREFIX_PATH:-}"
+  export PKG_CONFIG_PATH="$prefix/usr/lib/x86_64-linux-gnu/pkgconfig:$prefix/usr/share/pkgconfig:${PKG_CONFIG_PATH:-}"
+  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}"
+  export CPATH="$prefix/usr/include:${CPATH:-}"
+  export PKG_CONFIG_SYSROOT_DIR=""
+  # Debian's .pc files say prefix=/usr: point them at the unpacked tree.
+  find "$prefix" -name '*.pc' -exec sed -i "s|^prefix=/usr|prefix=$prefix/usr|" {} +
+  log "build dependencies unpacked into $prefix"
+fi
+
+arch=${MO_CUDA_ARCH:-90}
+gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+log "configure (CUDA archs $arch)"
+cmake -S . -B build-cuda "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DMO_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+  -DMO_NATIVE=OFF > build-cuda.configure.log 2>&1 || { cat build-cuda.configure.log; log "configure failed"; exit 1; }
+log "build"
+cmake --build build-cuda -j"$(nproc)" --target mo_cuda_tests mo_unit_tests mo_tool_bench_linear mo_tool_bench_device 2>&1 | tail -n 30
+[ -x build-cuda/tests/tools/mo_tool_bench_device ] || { log "build failed"; exit 1; }
+
+log "CUDA op tests"
+build-cuda/tests/mo_cuda_tests --gtest_brief=1 2>&1 | tee ${out:+$out/cuda-tests.log} | tail -n 40
+cuda_rc=${PIPESTATUS[0]}
+log "device-path unit tests (CPU backend) and the engine on the GPU"
+build-cuda/tests/mo_unit_tests --gtest_brief=1 --gtest_filter='DeviceModel*:Cpu/*' 2>&1 | tail -n 15
+
+log "linear kernels"
+build-cuda/tests/tools/mo_tool_bench_linear --device cuda --peak-gbs "$peak" ${out:+--json $out/linear.jsonl} 2>&1 | tee ${out:+$out/linear.txt}
+
+table=$(mktemp)
+for model in llama-2-7b llama-2-13b; do
+  for type in f16 awq; do
+    log "engine: $model $type"
+    timeout 150 build-cuda/tests/tools/mo_tool_bench_device --dummy "$model" --type "$type" --device cuda --batch 1,8 -p 512 -n 128 \
+      --peak-gbs "$peak" ${out:+--json $out/engine.jsonl} >> "$table" || log "engine: $model $type failed (exit $?)"
+  done
+done
+
+echo
+echo "GPU: $gpu ($(date -u +%Y-%m-%d)); prefill 512 tokens per sequence, decode 128; bandwidth = bytes a decode step reads / step time"
+echo "| model | weights | batch | prefill tok/s | decode tok/s | per stream | ms/step | decode GB/s | of peak | peak mem GiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+cat "$table"
+[ -n "$out" ] && cp "$table" "$out/engine-table.md"
+log "done (CUDA tests exit $cuda_rc)"
+exit "$cuda_rc"

@@ -1,0 +1,112 @@
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "cpu_ops.h"
+#include "mo/core/error.h"
+#include "mo/engine/backend.h"
+
+namespace mo::engine {
+namespace {
+
+// Host RAM from /proc/meminfo: what "device memory" means for the CPU backend.
+DeviceMemory host_memory() {
+  DeviceMemory m;
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  std::size_t kb = 0;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemTotal:") m.total = kb * 1024;
+    if (key == "MemAvailable:") m.free = kb * 1024;
+  }
+  return m;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(ThreadPool& pool) : pool_(pool) {}
+  Device device() const override { return Device::cpu; }
+  std::string describe() const override { return fmt::format("cpu ({} threads)", pool_.size()); }
+
+  void* alloc(std::size_t bytes) override {
+    // The size is stored in front of the block so free() can keep the allocation count.
+    void* p = std::calloc(bytes + kHeader, 1);
+    if (!p) throw Error(fmt::format("cpu backend: cannot allocate {} bytes", bytes));
+    std::memcpy(p, &bytes, sizeof bytes);
+    count_alloc(static_cast<std::ptrdiff_t>(bytes));
+    return static_cast<char*>(p) + kHeader;
+  }
+  void free(void* p) override {
+    if (!p) return;
+    char* base = static_cast<char*>(p) - kHeader;
+    std::size_t bytes = 0;
+    std::memcpy(&bytes, base, sizeof bytes);
+    count_alloc(-static_cast<std::ptrdiff_t>(bytes));
+    std::free(base);
+  }
+  void upload(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void download(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy(void* dst, const void* src, std::size_t bytes) override { std::memmove(dst, src, bytes); }
+  void synchronize() override {}
+  DeviceMemory memory() const override { return host_memory(); }
+
+  void embedding(const std::uint16_t* table, std::int64_t dim, const std::int32_t* tokens, std::int64_t n, float* out) override {
+    cpu_dev::embedding(table, dim, tokens, n, out);
+  }
+  void rms_norm(const float* x, const float* w, float* out, std::int64_t n, std::int64_t d, float eps) override {
+    cpu_dev::rms_norm(x, w, out, n, d, eps);
+  }
+  void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads, std::int64_t head_dim, float theta, float freq_scale,
+            const float* factors, RopeStyle style) override {
+    cpu_dev::rope(x, pos, n, heads, head_dim, theta, freq_scale, factors, style);
+  }
+  void silu_mul(float* gate, const float* up, std::int64_t n) override { cpu_dev::silu_mul(gate, up, n); }
+  void add(float* x, const float* y, std::int64_t n) override { cpu_dev::add(x, y, n); }
+  void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) override { cpu_dev::add_bias(y, bias, n, d); }
+  void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
+                std::int64_t row) override {
+    cpu_dev::kv_write(k_cache, v_cache, k, v, slots, n, row);
+  }
+  void attention(const AttentionArgs& a) override { cpu_dev::attention(a, pool_); }
+  void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) override { cpu_dev::linear(x, n, w, y, pool_); }
+
+ private:
+  static constexpr std::size_t kHeader = 64;  // keeps the returned pointer 64-byte aligned
+  ThreadPool& pool_;
+};
+
+}  // namespace
+
+const char* linear_kind_name(LinearKind k) {
+  switch (k) {
+    case LinearKind::f16: return "f16";
+    case LinearKind::q8_0: return "q8_0";
+    case LinearKind::q4_k: return "q4_k";
+    case LinearKind::q6_k: return "q6_k";
+    case LinearKind::awq: return "awq";
+    case LinearKind::gptq: return "gptq";
+  }
+  return "?";
+}
+
+void Backend::count_alloc(std::ptrdiff_t bytes) {
+  allocated_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(allocated_) + bytes);
+  if (allocated_ > peak_) peak_ = allocated_;
+}
+
+std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool); }
+
+std::unique_ptr<Backend> make_backend(Device device, ThreadPool& pool) {
+  return device == Device::cuda ? make_cuda_backend(0) : make_cpu_backend(pool);
+}
+
+#if !MO_WITH_CUDA
+std::unique_ptr<Backend> make_cuda_backend(int) {
+  throw UsageError("device: cuda was asked for, but this binary was built without CUDA (rebuild with -DMO_WITH_CUDA=ON)");
+}
+#endif
+
+}  // namespace mo::engine
