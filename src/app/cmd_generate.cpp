@@ -36,11 +36,13 @@ engine::SamplingParams sampling_of(const config::GenerateConfig& c) {
   return p;
 }
 
-void print_stats(const engine::GenerationStats& s) {
+void print_stats(const engine::GenerationStats& s, const engine::Engine& e) {
+  const engine::Backend* gpu = e.kv_device();
   std::cerr << fmt::format(
-      "\n\nprompt tokens: {} · generated tokens: {} ({}) · TTFT {:.1f} ms · prefill {:.1f} tokens/s · decode {:.1f} tokens/s · peak memory {}\n",
+      "\n\nprompt tokens: {} · generated tokens: {} ({}) · TTFT {:.1f} ms · prefill {:.1f} tokens/s · decode {:.1f} tokens/s · peak memory {}{}\n",
       s.prompt_tokens, s.generated_tokens, s.finish_reason, s.ttft_ms, s.prefill_tokens_per_s, s.decode_tokens_per_s,
-      format_bytes(static_cast<double>(s.peak_rss_bytes)));
+      format_bytes(static_cast<double>(s.peak_rss_bytes)),
+      gpu ? fmt::format(" · peak GPU memory {} on {}", format_bytes(static_cast<double>(gpu->peak_allocated_bytes())), gpu->describe()) : "");
 }
 
 class GenerateCommand : public Command {
@@ -86,7 +88,7 @@ class GenerateCommand : public Command {
     auto stats = engine::generate(engine, *tokenizer, prompt, params, eos, [](std::string_view text) {
       std::cout << text << std::flush;
     }, opt);
-    print_stats(stats);
+    print_stats(stats, engine);
     return 0;
   }
 
@@ -125,7 +127,7 @@ int GenerateCommand::run_dummy(const engine::SamplingParams& params, const engin
   ids.vocab = static_cast<std::int32_t>(preset->hp.vocab_size);
   std::vector<std::int32_t> prompt = {1};
   auto stats = engine::generate(engine, ids, prompt, params, {}, [](std::string_view text) { std::cout << text << std::flush; }, opt);
-  print_stats(stats);
+  print_stats(stats, engine);
   return 0;
 }
 
