@@ -25,16 +25,24 @@ esac
 log "GPU: ${gpu:-none found}; peak bandwidth taken as $peak GB/s"
 
 if [ -d .device-deps ]; then
-  prefix=/tmp/mo-deps
-  mkdir -p "$prefix"
-  for f in .device-deps/*.deb; do dpkg-deb -x "$f" "$prefix" 2>/dev/null || dpkg -x "$f" "$prefix"; done
-  export CMAKE_PREFIX_PATH="$prefix/usr:${CMAKE_PREFIX_PATH:-}"
-  export PKG_CONFIG_PATH="$prefix/usr/lib/x86_64-linux-gnu/pkgconfig:$prefix/usr/share/pkgconfig:${PKG_CONFIG_PATH:-}"
-  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}"
-  export CPATH="$prefix/usr/include:${CPATH:-}"
-  export PKG_CONFIG_SYSROOT_DIR=""
-  # Debian's .pc files say prefix=/usr: point them at the unpacked tree.
-  find "$prefix" -name '*.pc' -exec sed -i "s|^prefix=/usr|prefix=$prefix/usr|" {} +
+  prefix=${MO_DEPS_PREFIX:-/tmp/mo-deps}
+  mo_unpack_deps() {
+    mkdir -p "$prefix"
+    for f in .device-deps/*.deb; do dpkg-deb -x "$f" "$prefix" 2>/dev/null || dpkg -x "$f" "$prefix"; done
+    local lib="$prefix/usr/lib/x86_64-linux-gnu"
+    # Debian's .pc files name /usr: point them at the unpacked tree.
+    find "$prefix" -name '*.pc' -exec sed -i "s|=/usr|=$prefix/usr|g" {} +
+    # What Debian's alternatives would link: BLAS/LAPACK are OpenBLAS's.
+    for pc in openblas blas-openblas lapack-openblas; do ln -sf "$lib/openblas-pthread/pkgconfig/$pc.pc" "$lib/pkgconfig/$pc.pc"; done
+    ln -sf "$lib/pkgconfig/blas-openblas.pc" "$lib/pkgconfig/blas.pc"
+    ln -sf "$lib/pkgconfig/lapack-openblas.pc" "$lib/pkgconfig/lapack.pc"
+    export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+    export PKG_CONFIG_PATH="$lib/pkgconfig:$prefix/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export LD_LIBRARY_PATH="$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LIBRARY_PATH="$lib:$lib/openblas-pthread${LIBRARY_PATH:+:$LIBRARY_PATH}"
+    export CPATH="$prefix/usr/include:$prefix/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}"
+  }
+  mo_unpack_deps
   log "build dependencies unpacked into $prefix"
 fi
 

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 pkgs=(libcli11-dev libyaml-cpp-dev libyaml-cpp0.7 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev
       libgtest-dev libgmock-dev googletest libcpp-httplib-dev libcpp-httplib0.11 libopenblas-dev libopenblas0-pthread
       libopenblas0 libopenblas-pthread-dev liblapacke-dev liblapacke libblas-dev liblapack-dev libpcre2-dev libpcre2-8-0
-      libgfortran5 libssl-dev libssl3 zlib1g-dev libbrotli-dev)
+      libgfortran5 libquadmath0 libssl-dev libssl3 zlib1g-dev zlib1g libbrotli-dev libbrotli1)
 mkdir -p .device-deps
 cd .device-deps
 for p in "${pkgs[@]}"; do
