@@ -30,7 +30,14 @@ std::vector<std::uint16_t> to_f16(const Matrix& m) {
   std::vector<float> row(m.cols);
   for (std::int64_t r = 0; r < m.rows; ++r) {
     gguf::dequantize_row(m.type, m.row(r), row.data(), m.cols);
-    for (std::int64_t c = 0; c < m.cols; ++c) out[r * m.cols + c] = f32_to_f16(row[c]);
+    for (std::int64_t c = 0; c < m.cols; ++c) {
+      const std::uint16_t h = f32_to_f16(row[c]);
+      // An f32/BF16 weight past f16's range would become inf on the GPU: refuse rather than compute garbage.
+      if ((h & 0x7c00) == 0x7c00 && std::isfinite(row[c]))
+        throw Error(fmt::format("{}: weight {} at [{}, {}] is outside f16's range (±65504), which the GPU path stores float weights in", m.name,
+                                row[c], r, c));
+      out[r * m.cols + c] = h;
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "mo/core/error.h"
@@ -219,6 +220,28 @@ TEST(DeviceModel, HostKvCacheWithADeviceEngineIsRefused) {
   std::vector<int> slots = {0}, table = {0};
   SeqChunk c{tok, 0, slots, table, false};
   EXPECT_THROW(e.forward(std::span<const SeqChunk>(&c, 1), host), mo::Error);
+}
+
+}  // namespace
+
+namespace {
+
+// The GPU path keeps float weights as f16: a weight f16 cannot hold is refused by name, not made inf.
+TEST(DeviceModel, WeightBeyondF16RangeIsRefusedByName) {
+  mo::model::Hparams hp = mo::test::small_llama();
+  mo::ThreadPool pool(1);
+  ModelWeights w = dummy_weights(hp, 0, 5);  // f32
+  auto& buf = w.owned.back();                 // the last matrix made: layer 1's ffn_down
+  const float big = 1e6f;
+  std::memcpy(buf.data() + 4 * 7, &big, 4);
+  auto backend = make_cpu_backend(pool);
+  try {
+    DeviceModel dm(w, *backend);
+    ADD_FAILURE() << "a weight of 1e6 was accepted";
+  } catch (const mo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.1.ffn_down.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("65504"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
