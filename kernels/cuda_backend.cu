@@ -87,7 +87,13 @@ class CudaBackend final : public Backend {
     cuda_dev::kv_write(k_cache, v_cache, k, v, slots, n, row);
   }
   void attention(const AttentionArgs& a) override { cuda_dev::attention(a); }
-  void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) override { linear_->run(x, n, w, y); }
+  void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) override {
+    const std::size_t before = linear_->scratch_bytes();
+    linear_->run(x, n, w, y);
+    // The kernels' scratch (f16 activations, dequantized weights) is device memory too: count it.
+    if (const std::size_t after = linear_->scratch_bytes(); after != before)
+      count_alloc(static_cast<std::ptrdiff_t>(after) - static_cast<std::ptrdiff_t>(before));
+  }
 
  private:
   int ordinal_;
