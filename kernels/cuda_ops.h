@@ -37,5 +37,9 @@ void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d);
 void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
               std::int64_t row);
 void attention(const AttentionArgs& a);
+// attention_prefill.cu: the same contract, for batches with a sequence of many query rows (prefill):
+// tiles of one sequence's consecutive rows share each K/V tile they load. Needs a.seq_first_row.
+void attention_prefill(const AttentionArgs& a);
+inline constexpr int kPrefillTileMinRows = 16;  // the backend takes the tiled kernel from this many rows of one sequence
 
 }  // namespace mo::engine::cuda_dev

@@ -181,8 +181,8 @@ std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStor
   std::vector<std::int32_t> tokens, pos, slots, row_seq, row_ctx, rows;
   std::size_t max_blocks = 1;
   for (const auto& c : chunks) max_blocks = std::max(max_blocks, c.block_table.size());
-  std::vector<std::int32_t> tables(chunks.size() * max_blocks, 0);
-  int max_ctx = 0;
+  std::vector<std::int32_t> tables(chunks.size() * max_blocks, 0), first_row = {0};
+  int max_ctx = 0, max_rows = 0;
   for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
     const SeqChunk& c = chunks[ci];
     if (c.tokens.empty()) throw Error("forward: a sequence chunk has no tokens");
@@ -204,6 +204,8 @@ std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStor
       row_ctx.push_back(p + 1);
       max_ctx = std::max(max_ctx, p + 1);
     }
+    first_row.push_back(static_cast<std::int32_t>(tokens.size()));
+    max_rows = std::max(max_rows, static_cast<int>(c.tokens.size()));
   }
   const std::int64_t n = static_cast<std::int64_t>(tokens.size());
   std::vector<std::int32_t> meta;
@@ -213,7 +215,7 @@ std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStor
     return at;
   };
   const std::size_t o_tok = section(tokens), o_pos = section(pos), o_slot = section(slots), o_seq = section(row_seq),
-                    o_ctx = section(row_ctx), o_tab = section(tables);
+                    o_ctx = section(row_ctx), o_tab = section(tables), o_first = section(first_row);
   if (meta_.bytes() < meta.size() * 4) meta_ = DeviceBuffer(b_, meta.size() * 4 * 2);
   b_.upload(meta_.as(), meta.data(), meta.size() * 4);
   const std::int32_t* dm = meta_.as<std::int32_t>();
@@ -265,6 +267,9 @@ std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStor
     a.max_blocks_per_seq = static_cast<int>(max_blocks);
     a.max_ctx = max_ctx;
     a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    a.seq_first_row = dm + o_first;
+    a.num_seqs = static_cast<int>(chunks.size());
+    a.max_rows_per_seq = max_rows;
     b_.attention(a);
     b_.linear(att, n, l.wo, tmp);
     b_.add(hidden, tmp, n * h);

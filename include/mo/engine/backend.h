@@ -65,6 +65,12 @@ struct AttentionArgs {
   int n_rows = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 16, max_blocks_per_seq = 0;
   int max_ctx = 0;                          // max of row_ctx (known on the host)
   float scale = 1.0f;                       // 1 / sqrt(head_dim)
+  // Optional, for kernels that tile a sequence's query rows (prefill): the rows of sequence s are
+  // seq_first_row[s] .. seq_first_row[s+1]-1, contiguous, positions increasing ([num_seqs + 1], device
+  // memory); max_rows_per_seq is known on the host. Null / 0 when the caller does not provide them.
+  const std::int32_t* seq_first_row = nullptr;
+  int num_seqs = 0;
+  int max_rows_per_seq = 0;
 };
 
 struct DeviceMemory {
