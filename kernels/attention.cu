@@ -116,7 +116,8 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_kernel(AttentionA
       if (valid) {
         s *= a.scale;
         const float mn = fmaxf(m[g], s);
-        const float corr = rescale(m[g], mn), w = expf(s - mn);
+        // rescale, not expf: a -inf score seen first (mn = -inf) would give expf(NaN); the CPU gives it weight 0.
+        const float corr = rescale(m[g], mn), w = rescale(s, mn);
         l[g] = l[g] * corr + w;
 #pragma unroll
         for (int e = 0; e < E; ++e) acc[g][e] = acc[g][e] * corr + w * v[e];

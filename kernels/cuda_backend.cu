@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <unordered_map>
 
 #include "check.cuh"
@@ -22,6 +23,11 @@ class CudaBackend final : public Backend {
     MO_CUDA_CHECK("cudaGetDeviceProperties", cudaGetDeviceProperties(&p, ordinal));
     desc_ = fmt::format("cuda:{} {}, {:.1f} GiB, sm_{}{}", ordinal, p.name, p.totalGlobalMem / double(1ull << 30), p.major, p.minor);
     linear_ = std::make_unique<cuda_dev::LinearRunner>();  // its cuBLAS handle belongs to the device just set
+    // Stream-ordered scratch (split attention) stays in the pool between steps instead of going back at each sync.
+    cudaMemPool_t pool = nullptr;
+    MO_CUDA_CHECK("cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&pool, ordinal));
+    std::uint64_t keep = UINT64_MAX;
+    MO_CUDA_CHECK("cudaMemPoolSetAttribute", cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   }
   ~CudaBackend() override = default;
 
@@ -86,7 +92,10 @@ class CudaBackend final : public Backend {
                 std::int64_t row) override {
     cuda_dev::kv_write(k_cache, v_cache, k, v, slots, n, row);
   }
-  void attention(const AttentionArgs& a) override { cuda_dev::attention(a); }
+  void attention(const AttentionArgs& a) override {
+    if (a.seq_first_row && a.max_rows_per_seq >= cuda_dev::kPrefillTileMinRows) return cuda_dev::attention_prefill(a);
+    cuda_dev::attention(a);
+  }
   void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) override {
     const std::size_t before = linear_->scratch_bytes();
     linear_->run(x, n, w, y);

@@ -90,11 +90,13 @@ class BlockOps : public mo::test::BackendTest<Tag> {
         }
   }
 
-  void check_attention(const Case& c) {
+  // tiled: also pass the per-sequence row ranges (seq_first_row, num_seqs, max_rows_per_seq), which a
+  // backend may use to tile a sequence's rows; the case's rows must then be grouped by sequence, in order.
+  void check_attention(const Case& c, bool tiled = false) {
     const int nkv = c.num_kv_heads, nh = nkv * c.group, hd = c.head_dim, bs = c.block_size;
     const int num_seqs = static_cast<int>(c.seq_len.size()), n_rows = static_cast<int>(c.row_seq.size());
     SCOPED_TRACE("head_dim=" + std::to_string(hd) + " group=" + std::to_string(c.group) + " block_size=" + std::to_string(bs) +
-                 " rows=" + std::to_string(n_rows));
+                 " rows=" + std::to_string(n_rows) + (tiled ? " tiled" : ""));
     // Block tables: every sequence's blocks drawn from one shuffled pool (non-contiguous, out of order);
     // unused table entries point at a poison block.
     int max_blocks = 0, used = 0;
@@ -131,6 +133,19 @@ class BlockOps : public mo::test::BackendTest<Tag> {
     a.n_rows = n_rows, a.num_heads = nh, a.num_kv_heads = nkv, a.head_dim = hd, a.block_size = bs, a.max_blocks_per_seq = max_blocks;
     a.max_ctx = *std::max_element(row_ctx.begin(), row_ctx.end());
     a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    std::vector<std::int32_t> first_row(static_cast<std::size_t>(num_seqs) + 1, 0);
+    mo::engine::DeviceBuffer dfirst;
+    if (tiled) {
+      for (int r = 0; r < n_rows; ++r) {
+        ASSERT_TRUE(r == 0 || row_seq[r] >= row_seq[r - 1]) << "tiled cases list rows grouped by sequence";
+        ++first_row[row_seq[r] + 1];
+      }
+      a.max_rows_per_seq = *std::max_element(first_row.begin(), first_row.end());
+      std::partial_sum(first_row.begin(), first_row.end(), first_row.begin());
+      dfirst = this->to_device(first_row);
+      a.seq_first_row = dfirst.template as<std::int32_t>();
+      a.num_seqs = num_seqs;
+    }
     this->backend().attention(a);
     auto got = this->template to_host<float>(dout, q.size());
 
@@ -175,6 +190,16 @@ class BlockOps : public mo::test::BackendTest<Tag> {
   static Case prefill(int nkv, int group, int hd, int bs, int start = 250) {
     Case c{nkv, group, hd, bs, {90, start + 40}, std::vector<int>(40, 1), {}};
     for (int i = 0; i < 40; ++i) c.row_ctx.push_back(start + i + 1);
+    return c;
+  }
+  // Ragged prefill batch: sequence s has start[s] cached tokens and rows[s] new rows (row i sees
+  // start[s] + i + 1 positions); the rows are listed sequence by sequence, as the tiled path needs.
+  static Case ragged(int nkv, int group, int hd, int bs, const std::vector<int>& start, const std::vector<int>& rows) {
+    Case c{nkv, group, hd, bs, {}, {}, {}};
+    for (std::size_t s = 0; s < rows.size(); ++s) {
+      c.seq_len.push_back(start[s] + rows[s]);
+      for (int i = 0; i < rows[s]; ++i) c.row_seq.push_back(static_cast<int>(s)), c.row_ctx.push_back(start[s] + i + 1);
+    }
     return c;
   }
 };
@@ -312,7 +337,30 @@ TYPED_TEST_P(BlockOps, AttentionLongContextMatchesDenseHost) {
   this->check_attention(c);
 }
 
+// A ragged prefill batch with per-sequence row ranges (the tiled prefill kernel on a GPU): sequences of
+// 1, 17, 40 and 100 new rows after different cached prefixes (one of 0 rows: a sequence only cached),
+// so tiles end mid-sequence, short sequences share the launch with long ones and rows see different
+// contexts within a tile. The tolerance is check_attention's (f32 scores and online softmax, ~1e-6).
+TYPED_TEST_P(BlockOps, AttentionTiledPrefillRaggedBatchMatchesDenseHost) {
+  const std::vector<int> start = {5, 0, 77, 33, 250}, rows = {1, 17, 0, 40, 100};
+  this->check_attention(this->ragged(2, 1, 64, 16, start, rows), true);
+  this->check_attention(this->ragged(2, 4, 64, 32, start, rows), true);
+  this->check_attention(this->ragged(1, 4, 128, 16, start, rows), true);
+  this->check_attention(this->ragged(2, 1, 128, 32, start, rows), true);
+}
+
+// The tiled path's other shapes: head sizes off the fast path (not a multiple of 4, the smallest, the
+// largest with its opt-in shared memory), the widest GQA groups, tiles that do not divide the rows.
+TYPED_TEST_P(BlockOps, AttentionTiledPrefillOtherShapesMatchDenseHost) {
+  this->check_attention(this->ragged(1, 8, 256, 16, {3, 20}, {9, 17}), true);
+  this->check_attention(this->ragged(1, 3, 18, 16, {3, 40}, {9, 23}), true);
+  this->check_attention(this->ragged(1, 6, 80, 32, {100, 0}, {21, 16}), true);
+  this->check_attention(this->ragged(2, 2, 8, 16, {0, 10}, {20, 5}), true);
+  this->check_attention(this->ragged(1, 7, 96, 32, {31, 64, 0}, {3, 16, 33}), true);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(BlockOps, AddIsExact, EmbeddingGathersRowsExactly, RmsNormMatchesHost, RopeNormalMatchesHost,
                             RopeNeoxMatchesHost, RopeLlama3FactorsMatchHost, SiluMulMatchesHost, AddBiasIsExact, KvWriteScattersRoundedRows,
                             AttentionDecodeMatchesDenseHost, AttentionPrefillMatchesDenseHost, AttentionOtherShapesMatchDenseHost,
-                            AttentionLongContextMatchesDenseHost);
+                            AttentionLongContextMatchesDenseHost, AttentionTiledPrefillRaggedBatchMatchesDenseHost,
+                            AttentionTiledPrefillOtherShapesMatchDenseHost);
