@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
     }
     const auto* preset = mo::budget::find_model_preset(preset_name);
     if (!preset || p < 1 || n < 1) return usage();
+    const mo::Device dev = mo::parse_device(device);  // before generating gigabytes of weights
     const auto t_load = Clock::now();
     ModelWeights w;
     if (type == "awq") {
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
       w = dummy_weights(preset->hp, *t);
     }
     mo::ThreadPool pool(0);
-    Engine e(std::move(w), pool, mo::parse_device(device));
+    Engine e(std::move(w), pool, dev);
     const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
     const std::string where = e.kv_device() ? e.kv_device()->describe() : "cpu engine";
     std::cerr << fmt::format("{} {}: {} (generated and loaded in {:.1f} s)\n", preset_name, type,
