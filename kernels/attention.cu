@@ -230,9 +230,7 @@ void launch_for_shape(const AttentionArgs& a, int group, int splits, int chunk, 
 int choose_splits(const AttentionArgs& a) {
   constexpr int kMinCtx = 512, kMinChunk = 256, kMaxSplits = 64;
   if (a.max_ctx < kMinCtx) return 1;
-  int dev = 0, sms = 0;
-  MO_CUDA_CHECK("attention: cudaGetDevice", cudaGetDevice(&dev));
-  MO_CUDA_CHECK("attention: SM count", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = cuda_detail::device_attribute(cudaDevAttrMultiProcessorCount, "attention: SM count");
   const std::int64_t blocks = static_cast<std::int64_t>(a.n_rows) * a.num_kv_heads, target = 2 * static_cast<std::int64_t>(sms);
   if (blocks >= target) return 1;
   const std::int64_t by_sms = (target + blocks - 1) / blocks, by_ctx = (a.max_ctx + kMinChunk - 1) / kMinChunk;

@@ -279,11 +279,8 @@ void attention_prefill(const AttentionArgs& a) {
   if (grid_x > INT_MAX) return attention(a);
   const Layout L = layout_for(a.head_dim);
 
-  int dev = 0, sms = 0, smem_optin = 0;
-  MO_CUDA_CHECK("attention_prefill: cudaGetDevice", cudaGetDevice(&dev));
-  MO_CUDA_CHECK("attention_prefill: SM count", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  MO_CUDA_CHECK("attention_prefill: shared memory limit",
-                cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  const int sms = cuda_detail::device_attribute(cudaDevAttrMultiProcessorCount, "attention_prefill: SM count");
+  const int smem_optin = cuda_detail::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, "attention_prefill: shared memory limit");
   if (L.bytes + static_cast<int>(sizeof(int)) * kUnits > smem_optin) return attention(a);
   // Few blocks over long contexts (a short chunk after a long cached prefix): each block walks the whole
   // context alone, while the per-row kernel splits it over the SMs.

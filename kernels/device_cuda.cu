@@ -29,20 +29,4 @@ std::string device_summary() {
   return out;
 }
 
-float* alloc_f32(std::size_t n) {
-  void* p = nullptr;
-  MO_CUDA_CHECK("cudaMalloc", cudaMalloc(&p, n * sizeof(float)));
-  return static_cast<float*>(p);
-}
-
-void free(void* p) { MO_CUDA_CHECK("cudaFree", cudaFree(p)); }
-
-void copy_to_device(float* dst, const float* src, std::size_t n) {
-  MO_CUDA_CHECK("cudaMemcpy H2D", cudaMemcpy(dst, src, n * sizeof(float), cudaMemcpyHostToDevice));
-}
-
-void copy_to_host(float* dst, const float* src, std::size_t n) {
-  MO_CUDA_CHECK("cudaMemcpy D2H", cudaMemcpy(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost));
-}
-
 }  // namespace mo::cuda

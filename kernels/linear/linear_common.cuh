@@ -9,6 +9,7 @@
 #include <string>
 
 #include "check.cuh"
+#include "mo/quant/k_scales.h"
 
 // cuBLAS calls go through this: a failure throws mo::Error naming the op and cuBLAS's status string.
 #define MO_CUBLAS_CHECK(op, expr)                                                                   \
@@ -54,18 +55,6 @@ __device__ __forceinline__ std::uint16_t ld_u16(const std::uint8_t* p) {
   return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
 }
 
-// Q4_K/Q5_K: scale and min of sub-block j (0..7) from the 12 packed bytes (gguf_dequant.cpp scale_min_k4).
-template <class Bytes>
-__device__ __forceinline__ void k4_scale_min(int j, const Bytes& q, int& d, int& m) {
-  if (j < 4) {
-    d = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // Weight (r, k) of W, computed with the same f32 operations as the CPU reference (gguf_dequant.cpp for
 // the GGUF kinds, QuantizedLinear::weight for AWQ/GPTQ). Byte loads only for GGUF: any alignment.
 __device__ __forceinline__ float weight_at(const Args& a, std::int64_t r, std::int64_t k) {
@@ -80,7 +69,7 @@ __device__ __forceinline__ float weight_at(const Args& a, std::int64_t r, std::i
       const int i = static_cast<int>(k % 256), j = i / 64, hi = (i / 32) & 1;
       const std::uint8_t qb = b[16 + 32 * j + i % 32];
       int sc, m;
-      k4_scale_min(2 * j + hi, b + 4, sc, m);
+      quant::scale_min_k4(2 * j + hi, b + 4, sc, m);
       const float d1 = h2f(ld_u16(b)) * static_cast<float>(sc), m1 = h2f(ld_u16(b + 2)) * static_cast<float>(m);
       return __fsub_rn(__fmul_rn(d1, static_cast<float>(hi ? qb >> 4 : qb & 0xF)), m1);
     }

@@ -106,9 +106,7 @@ struct LinearRunner::Impl {
   Scratch xh, wh, partial;  // f16 activations, f16 weights, split-K partial sums
 
   Impl() {
-    int dev = 0;
-    MO_CUDA_CHECK("linear: cudaGetDevice", cudaGetDevice(&dev));
-    MO_CUDA_CHECK("linear: SM count", cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev));
+    sm_count = cuda_detail::device_attribute(cudaDevAttrMultiProcessorCount, "linear: SM count");
     MO_CUBLAS_CHECK("linear: cublasCreate", cublasCreate(&handle));
   }
   ~Impl() {

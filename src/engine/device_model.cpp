@@ -10,15 +10,13 @@
 #include "mo/core/error.h"
 #include "mo/core/half.h"
 #include "mo/io/ggml_types.h"
+#include "mo/model/rope.h"
 #include "mo/io/gguf_dequant.h"
 
 namespace mo::engine {
 namespace {
 
 constexpr std::uint32_t kF16 = 1, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14;
-
-// Linear RoPE scaling divides positions by the factor; llama3 scaling uses per-pair factors instead.
-float freq_scale(const model::Hparams& hp) { return hp.rope_scaling.type == "linear" ? static_cast<float>(1.0 / hp.rope_scaling.factor) : 1.0f; }
 
 // f16 bits of every element of a matrix of any stored type.
 std::vector<std::uint16_t> to_f16(const Matrix& m) {
@@ -138,12 +136,6 @@ DeviceModel::DeviceModel(const ModelWeights& w, Backend& backend) : b_(backend),
     d.gate = upload_linear(l.w_gate);
     d.up = upload_linear(l.w_up);
     d.down = upload_linear(l.w_down);
-    for (const DeviceLinear* L : {&d.wq, &d.wk, &d.wv, &d.wo, &d.gate, &d.up, &d.down}) {
-      std::string k = linear_kind_name(L->kind);
-      if (L->kind == LinearKind::awq || L->kind == LinearKind::gptq)
-        k += fmt::format(" {}-bit g{}{}", L->bits, L->group_size == L->cols ? std::string("-1") : std::to_string(L->group_size), L->g_idx ? " act-order" : "");
-      kinds_.push_back(std::move(k));
-    }
     layers_.push_back(std::move(d));
   }
   b_.synchronize();
@@ -152,13 +144,19 @@ DeviceModel::DeviceModel(const ModelWeights& w, Backend& backend) : b_(backend),
 std::size_t DeviceModel::layer_linear_bytes() const {
   std::size_t n = 0;
   for (const Layer& l : layers_)
-    for (const DeviceLinear* L : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down}) n += L->bytes;
+    for (const DeviceLinear* L : l.linears()) n += L->bytes;
   return n;
 }
 
 std::string DeviceModel::summary() const {
   std::map<std::string, int> counts;
-  for (const auto& k : kinds_) ++counts[k];
+  for (const Layer& l : layers_)
+    for (const DeviceLinear* L : l.linears()) {
+      std::string k = linear_kind_name(L->kind);
+      if (L->kind == LinearKind::awq || L->kind == LinearKind::gptq)
+        k += fmt::format(" {}-bit g{}{}", L->bits, L->group_size == L->cols ? std::string("-1") : std::to_string(L->group_size), L->g_idx ? " act-order" : "");
+      ++counts[k];
+    }
   std::vector<std::string> parts;
   for (const auto& [k, n] : counts) parts.push_back(fmt::format("{} {}", n, k));
   return fmt::format("{} on {}: layer linears {}; head {}; {:.1f} MiB of weights", hp_.arch, b_.describe(), fmt::join(parts, ", "),
@@ -233,7 +231,7 @@ std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStor
   float* gate = scratch(7, n * ffn);
   float* up = scratch(8, n * ffn);
   const float* factors = rope_factors_.bytes() ? rope_factors_.as<float>() : nullptr;
-  const float theta = static_cast<float>(hp_.rope_theta), fscale = freq_scale(hp_);
+  const float theta = static_cast<float>(hp_.rope_theta), fscale = model::rope_freq_scale(hp_);
 
   b_.embedding(embd_.as<std::uint16_t>(), h, dm + o_tok, n, hidden);
   for (std::size_t li = 0; li < layers_.size(); ++li) {

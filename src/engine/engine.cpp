@@ -10,12 +10,10 @@
 #include "mo/engine/device_model.h"
 #include "mo/engine/ops/basic.h"
 #include "mo/engine/ops/linear.h"
+#include "mo/model/rope.h"
 
 namespace mo::engine {
 namespace {
-
-// Linear RoPE scaling divides positions by the factor; llama3 scaling uses per-pair factors instead.
-float freq_scale(const model::Hparams& hp) { return hp.rope_scaling.type == "linear" ? static_cast<float>(1.0 / hp.rope_scaling.factor) : 1.0f; }
 
 void add_bias(float* y, const std::vector<float>& b, std::int64_t n, std::int64_t d) {
   if (b.empty()) return;
@@ -118,8 +116,8 @@ void Engine::layer_step(int li, int kv_layer, float* hidden, std::int64_t n, std
   for (const auto& c : chunks) {
     for (std::size_t i = 0; i < c.tokens.size(); ++i, ++t) {
       const std::int64_t pos = c.start_pos + static_cast<std::int64_t>(i);
-      ops::rope(q.data() + t * qd, nh, hd, pos, static_cast<float>(hp.rope_theta), freq_scale(hp), w_.rope_freq_factors, w_.rope_style);
-      ops::rope(k.data() + t * kvd, nkv, hd, pos, static_cast<float>(hp.rope_theta), freq_scale(hp), w_.rope_freq_factors, w_.rope_style);
+      ops::rope(q.data() + t * qd, nh, hd, pos, static_cast<float>(hp.rope_theta), model::rope_freq_scale(hp), w_.rope_freq_factors, w_.rope_style);
+      ops::rope(k.data() + t * kvd, nkv, hd, pos, static_cast<float>(hp.rope_theta), model::rope_freq_scale(hp), w_.rope_freq_factors, w_.rope_style);
       slots.push_back(c.slots[i]);
     }
   }

@@ -14,10 +14,13 @@
 #include "mo/core/half.h"
 #include "mo/io/ggml_types.h"
 #include "mo/quant/gguf_blocks.h"
+#include "mo/quant/k_scales.h"
 
 namespace mo::gguf {
 
 namespace {
+
+using mo::quant::scale_min_k4;
 
 using namespace mo::quant;
 
@@ -154,17 +157,6 @@ void dequant_q3_k(const std::uint8_t* src, float* y, std::int64_t nb) {
       }
       q += 32;
     }
-  }
-}
-
-// Scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K/Q5_K.
-void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& d, std::uint8_t& m) {
-  if (j < 4) {
-    d = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "mo/quant/gguf_blocks.h"
+#include "mo/quant/k_scales.h"
 #include "gguf_quantize_search.h"
 
 namespace mo::quant::detail {
@@ -21,17 +22,6 @@ void pack_scales_k4(std::uint8_t* scales, int j, std::uint8_t ls, std::uint8_t l
     scales[j + 4] = static_cast<std::uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
     scales[j - 4] = static_cast<std::uint8_t>(scales[j - 4] | ((ls >> 4) << 6));
     scales[j] = static_cast<std::uint8_t>(scales[j] | ((lm >> 4) << 6));
-  }
-}
-
-// ggml's get_scale_min_k4.
-void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& d, std::uint8_t& m) {
-  if (j < 4) {
-    d = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    d = static_cast<std::uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    m = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
   }
 }
 

@@ -14,6 +14,7 @@
 #include "mo/core/build_info.h"
 #include "mo/core/error.h"
 #include "mo/core/log.h"
+#include "mo/core/memory.h"
 #include "mo/core/strings.h"
 #include "mo/core/thread_pool.h"
 #include "mo/core/device.h"
@@ -38,10 +39,6 @@ std::string model_name_of(const config::ServeConfig& cfg) {
 engine::KvDtype kv_dtype_of(const std::string& name) {
   if (name == "auto" || name == "fp16") return engine::KvDtype::f16;
   throw UsageError(fmt::format("kv_cache_dtype: {} is not supported by the CPU engine; use fp16 (or auto)", name));
-}
-
-double physical_memory_bytes() {
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
 }
 
 std::size_t longest_token_bytes(const tok::Tokenizer& tok) {
@@ -122,7 +119,7 @@ int run_server(const config::ServeConfig& cfg) {
   engine::Backend* gpu = engine.kv_device();
 
   const double memory = gpu ? static_cast<double>(gpu->memory().total)
-                            : cfg.memory_limit > 0 ? cfg.memory_limit * 1024.0 * 1024.0 * 1024.0 : physical_memory_bytes();
+                            : cfg.memory_limit > 0 ? cfg.memory_limit * 1024.0 * 1024.0 * 1024.0 : static_cast<double>(physical_memory_bytes());
   const budget::BudgetRequest breq = budget_request(cfg, memory, gpu ? gpu->describe() : std::string());
   const budget::BudgetResult bres = budget::compute_budget(breq);
   const int max_model_len = static_cast<int>(breq.max_model_len);

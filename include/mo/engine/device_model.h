@@ -2,6 +2,7 @@
 // The model on a device backend: weights uploaded in the form the backend's kernels read, and the
 // forward pass of Engine::forward written over Backend ops, with K/V in a KvStorage of the same
 // backend. Over the CPU backend it is checked against the CPU engine; over CUDA it is the fast path.
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -26,7 +27,6 @@ class DeviceModel {
   // Same contract as Engine::forward; `kv` must live in this backend (KvStorage(layout, n, &backend)).
   std::vector<float> forward(std::span<const SeqChunk> chunks, KvStorage& kv);
 
-  Backend& backend() const { return b_; }
   std::size_t weight_bytes() const { return weight_bytes_; }  // device bytes of all weights
   std::size_t layer_linear_bytes() const;                     // bytes the layers' linears read per token
   std::size_t head_bytes() const { return head_.bytes; }      // LM head bytes (read per forward)
@@ -37,6 +37,7 @@ class DeviceModel {
   struct Layer {
     DeviceBuffer attn_norm, ffn_norm, bq, bk, bv;
     DeviceLinear wq, wk, wv, wo, gate, up, down;
+    std::array<const DeviceLinear*, 7> linears() const { return {&wq, &wk, &wv, &wo, &gate, &up, &down}; }
   };
   DeviceLinear upload_linear(const Matrix& m);
   DeviceBuffer upload_floats(const std::vector<float>& v);
@@ -52,7 +53,6 @@ class DeviceModel {
   std::vector<DeviceBuffer> scratch_;
   DeviceBuffer meta_;
   std::size_t weight_bytes_ = 0;
-  std::vector<std::string> kinds_;  // one entry per layer linear, for summary()
 };
 
 }  // namespace mo::engine

@@ -47,7 +47,6 @@ class Engine {
   // Where a KvStorage for forward() must live: the device backend, or nullptr for host memory.
   Backend* kv_device() const { return backend_.get(); }
   const DeviceModel* device_model() const { return device_model_.get(); }
-  Device device() const { return backend_ ? backend_->device() : Device::cpu; }
 
   const model::Hparams& hparams() const { return w_.hp; }
   const ModelWeights& weights() const { return w_; }

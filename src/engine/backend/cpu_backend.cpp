@@ -2,28 +2,15 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "cpu_ops.h"
 #include "mo/core/error.h"
+#include "mo/core/memory.h"
 #include "mo/engine/backend.h"
 
 namespace mo::engine {
 namespace {
-
-// Host RAM from /proc/meminfo: what "device memory" means for the CPU backend.
-DeviceMemory host_memory() {
-  DeviceMemory m;
-  std::ifstream in("/proc/meminfo");
-  std::string key, unit;
-  std::size_t kb = 0;
-  while (in >> key >> kb >> unit) {
-    if (key == "MemTotal:") m.total = kb * 1024;
-    if (key == "MemAvailable:") m.free = kb * 1024;
-  }
-  return m;
-}
 
 class CpuBackend final : public Backend {
  public:
@@ -51,7 +38,7 @@ class CpuBackend final : public Backend {
   void download(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy(void* dst, const void* src, std::size_t bytes) override { std::memmove(dst, src, bytes); }
   void synchronize() override {}
-  DeviceMemory memory() const override { return host_memory(); }
+  DeviceMemory memory() const override { return {available_memory_bytes(), physical_memory_bytes()}; }  // host RAM
 
   void embedding(const std::uint16_t* table, std::int64_t dim, const std::int32_t* tokens, std::int64_t n, float* out) override {
     cpu_dev::embedding(table, dim, tokens, n, out);

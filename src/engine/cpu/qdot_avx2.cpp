@@ -8,6 +8,7 @@
 
 #include "mo/io/ggml_types.h"
 #include "mo/quant/gguf_blocks.h"
+#include "mo/quant/k_scales.h"
 #include "qdot.h"
 
 #if defined(__x86_64__)
@@ -150,17 +151,6 @@ struct Q8_0 {
     }
   }
 };
-
-// Scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K (as gguf_dequant.cpp).
-inline void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& d, std::uint8_t& m) {
-  if (j < 4) {
-    d = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
 
 struct Q4_K {
   template <int NT>
