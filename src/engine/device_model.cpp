@@ -12,6 +12,7 @@
 #include "mo/io/ggml_types.h"
 #include "mo/model/rope.h"
 #include "mo/io/gguf_dequant.h"
+#include "mo/engine/ops/linear.h"
 
 namespace mo::engine {
 namespace {
@@ -103,8 +104,49 @@ DeviceLinear DeviceModel::upload_linear(const Matrix& m) {
   return L;
 }
 
+namespace {
+
+DeviceLinear host_linear(const Matrix& m) {
+  DeviceLinear L;
+  L.kind = LinearKind::host;
+  L.rows = m.rows;
+  L.cols = m.cols;
+  L.weight = m.bytes.data();
+  L.row_bytes = m.row_bytes;
+  L.bytes = m.bytes.size();
+  L.host = &m;
+  return L;
+}
+
+const Matrix& matrix_of(const LayerWeights& l, LinearId id) {
+  switch (id) {
+    case LinearId::q: return l.wq;
+    case LinearId::k: return l.wk;
+    case LinearId::v: return l.wv;
+    case LinearId::o: return l.wo;
+    case LinearId::gate: return l.w_gate;
+    case LinearId::up: return l.w_up;
+    default: return l.w_down;
+  }
+}
+
+// "q4_0", "f16", ... for a host matrix's stored type.
+std::string type_label(const Matrix& m) {
+  if (m.type == kPackedOnlyType) return "packed";
+  const GgmlTypeInfo* info = ggml_type_info(m.type);
+  return info ? info->name : fmt::format("type {}", m.type);
+}
+
+constexpr LinearId kLinears[] = {LinearId::q, LinearId::k, LinearId::v, LinearId::o, LinearId::gate, LinearId::up, LinearId::down};
+
+}  // namespace
+
 DeviceModel::DeviceModel(const ModelWeights& w, Backend& backend) : b_(backend), hp_(w.hp), rope_style_(w.rope_style) {
-  if (hp_.num_experts > 0) throw UsageError("device: mixture-of-experts models are not supported by the engine");
+  if (hp_.num_experts > 0) throw UsageError("engine: mixture-of-experts models are not supported");
+  if (b_.host_formats()) {
+    rebind(w);
+    return;
+  }
   if (w.token_embd.type == kPackedOnlyType) throw Error("device: the token embedding cannot be a packed matrix");
   const auto embd = to_f16(w.token_embd);
   embd_ = DeviceBuffer(b_, embd.size() * 2);
@@ -129,38 +171,62 @@ DeviceModel::DeviceModel(const ModelWeights& w, Backend& backend) : b_(backend),
     d.bq = upload_floats(l.bq);
     d.bk = upload_floats(l.bk);
     d.bv = upload_floats(l.bv);
-    d.wq = upload_linear(l.wq);
-    d.wk = upload_linear(l.wk);
-    d.wv = upload_linear(l.wv);
-    d.wo = upload_linear(l.wo);
-    d.gate = upload_linear(l.w_gate);
-    d.up = upload_linear(l.w_up);
-    d.down = upload_linear(l.w_down);
+    for (LinearId id : kLinears) d.lin[static_cast<int>(id)] = upload_linear(matrix_of(l, id));
     layers_.push_back(std::move(d));
   }
   b_.synchronize();
 }
 
+void DeviceModel::rebind(const ModelWeights& w) {
+  if (!b_.host_formats()) return;  // uploaded copies do not move
+  w_ = &w;
+  head_ = host_linear(w.output);
+  weight_bytes_ = w.matrix_bytes();
+}
+
+DeviceLinear DeviceModel::linear_of(int layer, LinearId id) const {
+  if (host()) return host_linear(matrix_of(w_->layers[layer], id));
+  return layers_[layer].lin[static_cast<int>(id)];
+}
+
+DeviceLinear DeviceModel::head() const { return host() ? host_linear(w_->output) : head_; }
+
+const float* DeviceModel::floats_of(int layer, int which) const {
+  if (host()) {
+    const LayerWeights& l = w_->layers[layer];
+    const std::vector<float>* v[] = {&l.attn_norm, &l.ffn_norm, &l.bq, &l.bk, &l.bv};
+    return v[which]->empty() ? nullptr : v[which]->data();
+  }
+  const Layer& l = layers_[layer];
+  const DeviceBuffer* v[] = {&l.attn_norm, &l.ffn_norm, &l.bq, &l.bk, &l.bv};
+  return v[which]->bytes() ? v[which]->as<float>() : nullptr;
+}
+
 std::size_t DeviceModel::layer_linear_bytes() const {
   std::size_t n = 0;
-  for (const Layer& l : layers_)
-    for (const DeviceLinear* L : l.linears()) n += L->bytes;
+  const int layers = host() ? static_cast<int>(w_->layers.size()) : static_cast<int>(layers_.size());
+  for (int li = 0; li < layers; ++li)
+    for (LinearId id : kLinears) n += linear_of(li, id).bytes;
   return n;
 }
 
 std::string DeviceModel::summary() const {
   std::map<std::string, int> counts;
-  for (const Layer& l : layers_)
-    for (const DeviceLinear* L : l.linears()) {
-      std::string k = linear_kind_name(L->kind);
-      if (L->kind == LinearKind::awq || L->kind == LinearKind::gptq)
-        k += fmt::format(" {}-bit g{}{}", L->bits, L->group_size == L->cols ? std::string("-1") : std::to_string(L->group_size), L->g_idx ? " act-order" : "");
+  const int layers = host() ? static_cast<int>(w_->layers.size()) : static_cast<int>(layers_.size());
+  for (int li = 0; li < layers; ++li)
+    for (LinearId id : kLinears) {
+      const DeviceLinear L = linear_of(li, id);
+      std::string k = L.kind == LinearKind::host ? type_label(*L.host) : linear_kind_name(L.kind);
+      if (L.kind == LinearKind::awq || L.kind == LinearKind::gptq)
+        k += fmt::format(" {}-bit g{}{}", L.bits, L.group_size == L.cols ? std::string("-1") : std::to_string(L.group_size), L.g_idx ? " act-order" : "");
       ++counts[k];
     }
   std::vector<std::string> parts;
   for (const auto& [k, n] : counts) parts.push_back(fmt::format("{} {}", n, k));
+  const DeviceLinear h = head();
   return fmt::format("{} on {}: layer linears {}; head {}; {:.1f} MiB of weights", hp_.arch, b_.describe(), fmt::join(parts, ", "),
-                     linear_kind_name(head_.kind), weight_bytes_ / double(1 << 20));
+                     h.kind == LinearKind::host ? type_label(*h.host) : linear_kind_name(h.kind),
+                     weight_bytes_ / double(1 << 20));
 }
 
 float* DeviceModel::scratch(int index, std::size_t floats) {
@@ -170,13 +236,13 @@ float* DeviceModel::scratch(int index, std::size_t floats) {
   return s.as<float>();
 }
 
-std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStorage& kv) {
-  if (kv.device() != &b_) throw Error("DeviceModel::forward: the KV cache is not in this backend's memory");
+DeviceModel::Step DeviceModel::prepare(std::span<const SeqChunk> chunks, const KvStorage& kv) {
   const KvLayout& L = kv.layout();
-  if (L.num_layers != static_cast<int>(layers_.size()) || L.num_kv_heads != hp_.num_kv_heads || L.head_dim != hp_.head_dim)
-    throw Error("DeviceModel::forward: the KV cache layout does not match the model");
+  if (L.num_kv_heads != hp_.num_kv_heads || L.head_dim != hp_.head_dim)
+    throw Error("forward: the KV cache layout does not match the model");
   // Per-token metadata, built on the host and uploaded once per step.
-  std::vector<std::int32_t> tokens, pos, slots, row_seq, row_ctx, rows;
+  Step s;
+  std::vector<std::int32_t> tokens, pos, row_seq, row_ctx;
   std::size_t max_blocks = 1;
   for (const auto& c : chunks) max_blocks = std::max(max_blocks, c.block_table.size());
   std::vector<std::int32_t> tables(chunks.size() * max_blocks, 0), first_row = {0};
@@ -188,16 +254,18 @@ std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStor
     const std::int64_t end = c.start_pos + static_cast<std::int64_t>(c.tokens.size());
     if (static_cast<std::int64_t>(c.block_table.size()) * L.block_size < end)
       throw Error(fmt::format("forward: the block table covers {} positions, the chunk ends at {}", c.block_table.size() * L.block_size, end));
+    for (const int b : c.block_table)
+      if (b < 0 || b >= kv.num_blocks()) throw Error(fmt::format("forward: block {} is out of range [0, {})", b, kv.num_blocks()));
     std::copy(c.block_table.begin(), c.block_table.end(), tables.begin() + static_cast<std::ptrdiff_t>(ci * max_blocks));
     for (std::size_t i = 0; i < c.tokens.size(); ++i) {
       if (c.tokens[i] < 0 || c.tokens[i] >= hp_.vocab_size)
         throw Error(fmt::format("token id {} is outside the vocabulary [0, {})", c.tokens[i], hp_.vocab_size));
       if (c.slots[i] < 0 || c.slots[i] >= kv.num_slots()) throw Error(fmt::format("forward: slot {} is out of range [0, {})", c.slots[i], kv.num_slots()));
       const int p = c.start_pos + static_cast<int>(i);
-      if (c.all_logits || i + 1 == c.tokens.size()) rows.push_back(static_cast<std::int32_t>(tokens.size()));
+      if (c.all_logits || i + 1 == c.tokens.size()) s.rows.push_back(static_cast<std::int32_t>(tokens.size()));
       tokens.push_back(c.tokens[i]);
       pos.push_back(p);
-      slots.push_back(c.slots[i]);
+      s.host_slots.push_back(c.slots[i]);
       row_seq.push_back(static_cast<std::int32_t>(ci));
       row_ctx.push_back(p + 1);
       max_ctx = std::max(max_ctx, p + 1);
@@ -205,23 +273,43 @@ std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStor
     first_row.push_back(static_cast<std::int32_t>(tokens.size()));
     max_rows = std::max(max_rows, static_cast<int>(c.tokens.size()));
   }
-  const std::int64_t n = static_cast<std::int64_t>(tokens.size());
+  s.n = static_cast<std::int64_t>(tokens.size());
   std::vector<std::int32_t> meta;
   auto section = [&](const std::vector<std::int32_t>& v) {
     const std::size_t at = meta.size();
     meta.insert(meta.end(), v.begin(), v.end());
     return at;
   };
-  const std::size_t o_tok = section(tokens), o_pos = section(pos), o_slot = section(slots), o_seq = section(row_seq),
+  const std::size_t o_tok = section(tokens), o_pos = section(pos), o_slot = section(s.host_slots), o_seq = section(row_seq),
                     o_ctx = section(row_ctx), o_tab = section(tables), o_first = section(first_row);
   if (meta_.bytes() < meta.size() * 4) meta_ = DeviceBuffer(b_, meta.size() * 4 * 2);
   b_.upload(meta_.as(), meta.data(), meta.size() * 4);
   const std::int32_t* dm = meta_.as<std::int32_t>();
+  s.tokens = dm + o_tok;
+  s.pos = dm + o_pos;
+  s.slots = dm + o_slot;
+  AttentionArgs& a = s.att;
+  a.block_tables = dm + o_tab;
+  a.row_seq = dm + o_seq;
+  a.row_ctx = dm + o_ctx;
+  a.n_rows = static_cast<int>(s.n);
+  a.num_heads = static_cast<int>(hp_.num_heads);
+  a.num_kv_heads = static_cast<int>(hp_.num_kv_heads);
+  a.head_dim = static_cast<int>(hp_.head_dim);
+  a.block_size = L.block_size;
+  a.max_blocks_per_seq = static_cast<int>(max_blocks);
+  a.max_ctx = max_ctx;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hp_.head_dim)));
+  a.seq_first_row = dm + o_first;
+  a.num_seqs = static_cast<int>(chunks.size());
+  a.max_rows_per_seq = max_rows;
+  return s;
+}
 
-  const std::int64_t h = hp_.hidden_size, hd = hp_.head_dim, nh = hp_.num_heads, nkv = hp_.num_kv_heads;
+void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv, float* hidden, const LinearObserver* observer) {
+  const std::int64_t n = s.n, h = hp_.hidden_size, hd = hp_.head_dim, nh = hp_.num_heads, nkv = hp_.num_kv_heads;
   const std::int64_t qd = nh * hd, kvd = nkv * hd, ffn = hp_.intermediate_size;
   const float eps = static_cast<float>(hp_.rms_norm_eps);
-  float* hidden = scratch(0, n * h);
   float* xn = scratch(1, n * h);
   float* q = scratch(2, n * qd);
   float* k = scratch(3, n * kvd);
@@ -230,69 +318,138 @@ std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStor
   float* tmp = scratch(6, n * h);
   float* gate = scratch(7, n * ffn);
   float* up = scratch(8, n * ffn);
-  const float* factors = rope_factors_.bytes() ? rope_factors_.as<float>() : nullptr;
+  // Observers see host buffers: only the host backend has them.
+  auto observe = [&](LinearId id, const float* x, std::int64_t dim) {
+    if (observer) (*observer)(li, id, x, n, dim);
+  };
+  const float* factors = host() ? (w_->rope_freq_factors.empty() ? nullptr : w_->rope_freq_factors.data())
+                                : (rope_factors_.bytes() ? rope_factors_.as<float>() : nullptr);
   const float theta = static_cast<float>(hp_.rope_theta), fscale = model::rope_freq_scale(hp_);
 
-  b_.embedding(embd_.as<std::uint16_t>(), h, dm + o_tok, n, hidden);
-  for (std::size_t li = 0; li < layers_.size(); ++li) {
-    const Layer& l = layers_[li];
-    b_.rms_norm(hidden, l.attn_norm.as<float>(), xn, n, h, eps);
-    b_.linear(xn, n, l.wq, q);
-    b_.linear(xn, n, l.wk, k);
-    b_.linear(xn, n, l.wv, v);
-    if (l.bq.bytes()) b_.add_bias(q, l.bq.as<float>(), n, qd);
-    if (l.bk.bytes()) b_.add_bias(k, l.bk.as<float>(), n, kvd);
-    if (l.bv.bytes()) b_.add_bias(v, l.bv.as<float>(), n, kvd);
-    b_.rope(q, dm + o_pos, n, nh, hd, theta, fscale, factors, rope_style_);
-    b_.rope(k, dm + o_pos, n, nkv, hd, theta, fscale, factors, rope_style_);
-    // The storage is this model's to write; its accessors are const for the CPU engine's readers.
-    auto* kc = const_cast<std::uint16_t*>(kv.k_block<std::uint16_t>(static_cast<int>(li), 0));
-    auto* vc = const_cast<std::uint16_t*>(kv.v_block<std::uint16_t>(static_cast<int>(li), 0));
-    b_.kv_write(kc, vc, k, v, dm + o_slot, n, kvd);
-    AttentionArgs a;
-    a.q = q;
-    a.out = att;
+  b_.rms_norm(hidden, floats_of(li, 0), xn, n, h, eps);
+  observe(LinearId::q, xn, h);
+  observe(LinearId::k, xn, h);
+  observe(LinearId::v, xn, h);
+  const DeviceLinear wq = linear_of(li, LinearId::q), wk = linear_of(li, LinearId::k), wv = linear_of(li, LinearId::v);
+  const DeviceLinear* qkv[] = {&wq, &wk, &wv};
+  float* qkv_out[] = {q, k, v};
+  b_.linear_multi(xn, n, qkv, qkv_out);
+  if (const float* b = floats_of(li, 2)) b_.add_bias(q, b, n, qd);
+  if (const float* b = floats_of(li, 3)) b_.add_bias(k, b, n, kvd);
+  if (const float* b = floats_of(li, 4)) b_.add_bias(v, b, n, kvd);
+  b_.rope(q, s.pos, n, nh, hd, theta, fscale, factors, rope_style_);
+  b_.rope(k, s.pos, n, nkv, hd, theta, fscale, factors, rope_style_);
+  AttentionArgs a = s.att;
+  a.q = q;
+  a.out = att;
+  if (kv.layout().dtype == KvDtype::f32) {  // host memory only (KvStorage refuses an f32 device cache)
+    kv.write(kv_layer, std::span<const int>(s.host_slots.data(), s.host_slots.size()), k, v);
+    a.k_cache_f32 = kv.k_block<float>(kv_layer, 0);
+    a.v_cache_f32 = kv.v_block<float>(kv_layer, 0);
+  } else {
+    // The storage is this model's to write; its accessors are const for the readers.
+    auto* kc = const_cast<std::uint16_t*>(kv.k_block<std::uint16_t>(kv_layer, 0));
+    auto* vc = const_cast<std::uint16_t*>(kv.v_block<std::uint16_t>(kv_layer, 0));
+    b_.kv_write(kc, vc, k, v, s.slots, n, kvd);
     a.k_cache = kc;
     a.v_cache = vc;
-    a.block_tables = dm + o_tab;
-    a.row_seq = dm + o_seq;
-    a.row_ctx = dm + o_ctx;
-    a.n_rows = static_cast<int>(n);
-    a.num_heads = static_cast<int>(nh);
-    a.num_kv_heads = static_cast<int>(nkv);
-    a.head_dim = static_cast<int>(hd);
-    a.block_size = L.block_size;
-    a.max_blocks_per_seq = static_cast<int>(max_blocks);
-    a.max_ctx = max_ctx;
-    a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
-    a.seq_first_row = dm + o_first;
-    a.num_seqs = static_cast<int>(chunks.size());
-    a.max_rows_per_seq = max_rows;
-    b_.attention(a);
-    b_.linear(att, n, l.wo, tmp);
-    b_.add(hidden, tmp, n * h);
-    b_.rms_norm(hidden, l.ffn_norm.as<float>(), xn, n, h, eps);
-    b_.linear(xn, n, l.gate, gate);
-    b_.linear(xn, n, l.up, up);
-    b_.silu_mul(gate, up, n * ffn);
-    b_.linear(gate, n, l.down, tmp);
-    b_.add(hidden, tmp, n * h);
   }
+  b_.attention(a);
+  observe(LinearId::o, att, qd);
+  const DeviceLinear wo = linear_of(li, LinearId::o);
+  b_.linear(att, n, wo, tmp);
+  b_.add(hidden, tmp, n * h);
+
+  b_.rms_norm(hidden, floats_of(li, 1), xn, n, h, eps);
+  observe(LinearId::gate, xn, h);
+  observe(LinearId::up, xn, h);
+  const DeviceLinear wg = linear_of(li, LinearId::gate), wu = linear_of(li, LinearId::up);
+  const DeviceLinear* gu[] = {&wg, &wu};
+  float* gu_out[] = {gate, up};
+  b_.linear_multi(xn, n, gu, gu_out);
+  b_.silu_mul(gate, up, n * ffn);
+  observe(LinearId::down, gate, ffn);
+  const DeviceLinear wd = linear_of(li, LinearId::down);
+  b_.linear(gate, n, wd, tmp);
+  b_.add(hidden, tmp, n * h);
+}
+
+void DeviceModel::head_rows(const float* hidden, const std::vector<std::int32_t>& rows, float* out_host) {
+  const std::int64_t h = hp_.hidden_size, nr = static_cast<std::int64_t>(rows.size());
+  const float eps = static_cast<float>(hp_.rms_norm_eps);
   // Only the rows asked for go through the head: gather them (contiguous runs in one copy each).
-  const std::int64_t nr = static_cast<std::int64_t>(rows.size());
-  float* picked = xn;
+  float* picked = scratch(1, static_cast<std::size_t>(std::max<std::int64_t>(nr, 1) * h));
   for (std::int64_t r = 0; r < nr;) {
     std::int64_t e = r + 1;
     while (e < nr && rows[e] == rows[e - 1] + 1) ++e;
     b_.copy(picked + r * h, hidden + static_cast<std::int64_t>(rows[r]) * h, static_cast<std::size_t>((e - r) * h) * sizeof(float));
     r = e;
   }
-  b_.rms_norm(picked, out_norm_.as<float>(), picked, nr, h, eps);
+  const float* norm = host() ? w_->output_norm.data() : out_norm_.as<float>();
+  b_.rms_norm(picked, norm, picked, nr, h, eps);
+  const DeviceLinear hd = head();
+  if (host()) return b_.linear(picked, nr, hd, out_host);
   float* logits = scratch(9, static_cast<std::size_t>(nr * hp_.vocab_size));
-  b_.linear(picked, nr, head_, logits);
-  std::vector<float> out(static_cast<std::size_t>(nr * hp_.vocab_size));
-  b_.download(out.data(), logits, out.size() * sizeof(float));
+  b_.linear(picked, nr, hd, logits);
+  b_.download(out_host, logits, static_cast<std::size_t>(nr * hp_.vocab_size) * sizeof(float));
+}
+
+std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStorage& kv) {
+  if (kv.device() != &b_ && !(host() && kv.device() == nullptr))
+    throw Error("DeviceModel::forward: the KV cache is not in this backend's memory");
+  if (kv.layout().num_layers != static_cast<int>(hp_.num_layers)) throw Error("forward: the KV cache layout does not match the model");
+  const Step s = prepare(chunks, kv);
+  const std::int64_t h = hp_.hidden_size;
+  float* hidden = scratch(0, s.n * h);
+  if (host()) {
+    embed(std::span<const std::int32_t>(chunks.empty() ? nullptr : s.tokens, static_cast<std::size_t>(s.n)), hidden);
+  } else {
+    b_.embedding(embd_.as<std::uint16_t>(), h, s.tokens, s.n, hidden);
+  }
+  for (int li = 0; li < static_cast<int>(hp_.num_layers); ++li) layer_step(li, li, s, kv, hidden, nullptr);
+  std::vector<float> out(s.rows.size() * static_cast<std::size_t>(hp_.vocab_size));
+  head_rows(hidden, s.rows, out.data());
   return out;
+}
+
+void DeviceModel::embed(std::span<const std::int32_t> tokens, float* hidden) const {
+  if (!host()) throw Error("embed: per-layer access needs the host backend");
+  const std::int64_t h = hp_.hidden_size;
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t] < 0 || tokens[t] >= hp_.vocab_size)
+      throw Error(fmt::format("token id {} is outside the vocabulary [0, {})", tokens[t], hp_.vocab_size));
+    ops::matrix_row(w_->token_embd, tokens[t], hidden + static_cast<std::int64_t>(t) * h);
+  }
+}
+
+void DeviceModel::run_layer(int layer, float* hidden, std::int64_t n, std::int32_t start_pos, const LinearObserver* observer) {
+  if (!host()) throw Error("run_layer: per-layer access needs the host backend");
+  // The block over a private one-layer f32 KV cache holding just this block (exact K/V for the quantizers).
+  if (start_pos != 0) throw Error("run_layer: the block must start at position 0 (it attends only to itself)");
+  if (layer < 0 || layer >= static_cast<int>(w_->layers.size())) throw Error(fmt::format("run_layer: no layer {}", layer));
+  if (n <= 0) return;
+  KvLayout L;
+  L.num_layers = 1;
+  L.num_kv_heads = static_cast<int>(hp_.num_kv_heads);
+  L.head_dim = static_cast<int>(hp_.head_dim);
+  L.block_size = 16;
+  L.dtype = KvDtype::f32;
+  const int blocks = static_cast<int>((n + L.block_size - 1) / L.block_size);
+  KvStorage kv(L, blocks);
+  std::vector<int> table(blocks), slots(n);
+  for (int b = 0; b < blocks; ++b) table[b] = b;
+  for (std::int64_t i = 0; i < n; ++i) slots[i] = static_cast<int>(i);
+  std::vector<std::int32_t> dummy_tokens(n, 0);
+  SeqChunk c{dummy_tokens, 0, slots, table, false};
+  const Step s = prepare(std::span<const SeqChunk>(&c, 1), kv);
+  layer_step(layer, 0, s, kv, hidden, observer);
+}
+
+void DeviceModel::logits(const float* hidden, std::int64_t n, float* out) {
+  if (!host()) throw Error("logits: per-layer access needs the host backend");
+  std::vector<std::int32_t> rows(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) rows[i] = static_cast<std::int32_t>(i);
+  head_rows(hidden, rows, out);
 }
 
 }  // namespace mo::engine

@@ -1,6 +1,9 @@
 #pragma once
 // A fixed pool of worker threads for the hot loops: parallel_for splits [begin, end) into one
-// contiguous chunk per thread (static partition, so results never depend on timing).
+// contiguous chunk per thread (static partition, so results never depend on timing). Idle workers spin
+// briefly (so back-to-back ops of a forward step start without a wake-up) and then sleep (so an
+// oversubscribed machine degrades gently instead of burning its cores on spinning).
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -32,10 +35,13 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
+  // Written by the caller before generation_ is bumped, read by workers after they see the new value.
   const std::function<void(std::int64_t, std::int64_t, int)>* job_ = nullptr;
   std::vector<std::pair<std::int64_t, std::int64_t>> chunks_;
-  std::uint64_t generation_ = 0;
-  int pending_ = 0;
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_sleeping_{false};
   bool stop_ = false;
   std::exception_ptr error_;
 };

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "mo/core/device.h"
@@ -19,6 +20,8 @@ class ThreadPool;
 }
 
 namespace mo::engine {
+
+struct Matrix;
 
 // How one linear layer's weights are stored on the device, each read by its own kernel.
 enum class LinearKind {
@@ -31,6 +34,8 @@ enum class LinearKind {
   gptq,  // AutoGPTQ 4 or 8 bits: weight = qweight int32 [cols*bits/32, rows] packed along in (value j of
          // a word at bits*j); qzeros int32 [groups, rows*bits/32] packed along out; scales f16
          // [groups, rows]; g_idx int32 [cols] (group of each input) or null for g = k / group_size
+  host,  // host backend only: the model's own stored Matrix read in place (any ggml type, AWQ/GPTQ as the
+         // engine binds them) by the fast CPU kernels of ops::linear. Last: the CUDA side casts the others.
 };
 const char* linear_kind_name(LinearKind k);
 
@@ -49,6 +54,7 @@ struct DeviceLinear {
   std::int64_t groups = 0;                  // awq / gptq: rows of qzeros and scales
   bool zero_minus_one = false;              // gptq v1: the stored zero is the true zero - 1
   std::size_t bytes = 0;                    // device bytes of all its buffers (for bandwidth figures)
+  const Matrix* host = nullptr;             // host: the matrix as stored
 };
 
 // Paged attention over f16 KV blocks, for decode and ragged prefill alike: each query row (one token of
@@ -71,6 +77,9 @@ struct AttentionArgs {
   const std::int32_t* seq_first_row = nullptr;
   int num_seqs = 0;
   int max_rows_per_seq = 0;
+  // Host backends only: an f32 cache instead of the f16 one (k_cache / v_cache null then).
+  const float* k_cache_f32 = nullptr;
+  const float* v_cache_f32 = nullptr;
 };
 
 struct DeviceMemory {
@@ -110,14 +119,24 @@ class Backend {
                         std::int64_t n, std::int64_t row) = 0;
   virtual void attention(const AttentionArgs& a) = 0;
   virtual void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) = 0;
+  // Several linears of one input (q/k/v, gate/up) in one call: ys[i] = x · ws[i]ᵀ, each equal to linear().
+  virtual void linear_multi(const float* x, std::int64_t n, std::span<const DeviceLinear* const> ws, std::span<float* const> ys) {
+    for (std::size_t i = 0; i < ws.size(); ++i) linear(x, n, *ws[i], ys[i]);
+  }
+  // True when the backend's memory is host memory and its linears read the stored formats in place
+  // (LinearKind::host): weights are not copied, and callers may read its buffers directly.
+  virtual bool host_formats() const { return false; }
 
  protected:
   void count_alloc(std::ptrdiff_t bytes);
   std::size_t allocated_ = 0, peak_ = 0;
 };
 
-// The CPU backend runs on `pool`'s threads.
+// The CPU backend runs on `pool`'s threads. make_cpu_backend reads the device layouts above (f16, GGUF
+// blocks, AWQ/GPTQ packed): the reference the CUDA kernels are tested against. make_host_backend is the
+// engine's own CPU path: the stored formats in place (LinearKind::host), f16 or f32 KV.
 std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool);
+std::unique_ptr<Backend> make_host_backend(ThreadPool& pool);
 // The CUDA backend on GPU `ordinal`. Throws UsageError in a build without CUDA or when no GPU is visible.
 std::unique_ptr<Backend> make_cuda_backend(int ordinal = 0);
 std::unique_ptr<Backend> make_backend(Device device, ThreadPool& pool);

@@ -1,7 +1,9 @@
 #pragma once
-// The model on a device backend: weights uploaded in the form the backend's kernels read, and the
-// forward pass of Engine::forward written over Backend ops, with K/V in a KvStorage of the same
-// backend. Over the CPU backend it is checked against the CPU engine; over CUDA it is the fast path.
+// The Llama block, written once over Backend ops. On the host backend (the engine's CPU path) the
+// weights are read in place in their stored formats by the fast CPU kernels; on a device backend
+// (CUDA, or the CPU backend in device layouts, which tests use as the CUDA kernels' reference) they are
+// uploaded in the layouts the kernels read. K/V live in a KvStorage of the same backend (host memory,
+// f16 or f32, for the host backend).
 #include <array>
 #include <cstdint>
 #include <span>
@@ -20,12 +22,20 @@ DeviceLinear packed_host_view(const Matrix& m);
 
 class DeviceModel {
  public:
-  // Uploads `w` (which must outlive nothing: the device keeps its own copies). Float and other GGUF
-  // matrices become f16; Q8_0, Q4_K and Q6_K stay blocks; AWQ / GPTQ stay packed.
+  // Device layouts: uploads `w` (the device keeps its own copies). Float and other GGUF matrices become
+  // f16; Q8_0, Q4_K and Q6_K stay blocks; AWQ / GPTQ stay packed. Host formats (backend.host_formats()):
+  // reads `w` in place on every call, so `w` must outlive the model (rebind() when it moves) and changes
+  // to it (the quantizers swap layers) are seen at once.
   DeviceModel(const ModelWeights& w, Backend& backend);
+  void rebind(const ModelWeights& w);  // host formats: the weights moved
 
-  // Same contract as Engine::forward; `kv` must live in this backend (KvStorage(layout, n, &backend)).
+  // Same contract as Engine::forward; `kv` must live in this backend (or host memory for the host backend).
   std::vector<float> forward(std::span<const SeqChunk> chunks, KvStorage& kv);
+
+  // Host formats only, the quantizers' entry points (Engine's per-layer access): buffers are host memory.
+  void embed(std::span<const std::int32_t> tokens, float* hidden) const;
+  void run_layer(int layer, float* hidden, std::int64_t n, std::int32_t start_pos, const LinearObserver* observer);
+  void logits(const float* hidden, std::int64_t n, float* out);
 
   std::size_t weight_bytes() const { return weight_bytes_; }  // device bytes of all weights
   std::size_t layer_linear_bytes() const;                     // bytes the layers' linears read per token
@@ -36,14 +46,28 @@ class DeviceModel {
  private:
   struct Layer {
     DeviceBuffer attn_norm, ffn_norm, bq, bk, bv;
-    DeviceLinear wq, wk, wv, wo, gate, up, down;
-    std::array<const DeviceLinear*, 7> linears() const { return {&wq, &wk, &wv, &wo, &gate, &up, &down}; }
+    std::array<DeviceLinear, 7> lin;  // in LinearId order
+  };
+  // One step's per-token metadata, in backend memory (host copies where the host needs them).
+  struct Step {
+    std::int64_t n = 0;
+    const std::int32_t *tokens = nullptr, *pos = nullptr, *slots = nullptr;
+    std::vector<std::int32_t> host_slots, rows;  // rows: the tokens whose logits are returned
+    AttentionArgs att;                           // everything but the layer's caches
   };
   DeviceLinear upload_linear(const Matrix& m);
   DeviceBuffer upload_floats(const std::vector<float>& v);
   float* scratch(int index, std::size_t floats);
+  bool host() const { return w_ != nullptr; }
+  DeviceLinear linear_of(int layer, LinearId id) const;
+  DeviceLinear head() const;
+  const float* floats_of(int layer, int which) const;  // 0 attn_norm, 1 ffn_norm, 2 bq, 3 bk, 4 bv; null when absent
+  Step prepare(std::span<const SeqChunk> chunks, const KvStorage& kv);
+  void layer_step(int layer, int kv_layer, const Step& s, KvStorage& kv, float* hidden, const LinearObserver* observer);
+  void head_rows(const float* hidden, const std::vector<std::int32_t>& rows, float* out);
 
   Backend& b_;
+  const ModelWeights* w_ = nullptr;  // host formats: the weights read in place
   model::Hparams hp_;
   RopeStyle rope_style_;
   std::vector<DeviceBuffer> owned_;  // every weight buffer

@@ -36,13 +36,16 @@ class DeviceModel;
 
 class Engine {
  public:
-  // device cuda uploads the weights to the GPU and runs forward() there (with a KvStorage made with
-  // kv_device()); the per-layer entry points below always run on the CPU.
+  // The CPU runs the model through the host backend (stored formats in place, fast CPU kernels).
+  // device cuda also uploads the weights to the GPU and runs forward() there (with a KvStorage made with
+  // kv_device()); the per-layer entry points below always run on the CPU. Both run one Llama block
+  // implementation (DeviceModel).
   Engine(ModelWeights weights, ThreadPool& pool, Device device = Device::cpu);
   ~Engine();
   Engine(Engine&&) noexcept;
 
-  // Runs forward() through `backend` from now on (the CPU backend in tests; CUDA via the constructor).
+  // Runs forward() through `backend` from now on (the CPU backend in device layouts in tests; CUDA via the
+  // constructor).
   void use_backend(std::unique_ptr<Backend> backend);
   // Where a KvStorage for forward() must live: the device backend, or nullptr for host memory.
   Backend* kv_device() const { return backend_.get(); }
@@ -64,12 +67,10 @@ class Engine {
   void logits(const float* hidden, std::int64_t n, float* out);                              // out: [n, vocab]
 
  private:
-  void layer_step(int layer, int kv_layer, float* hidden, std::int64_t n_tokens, std::span<const SeqChunk> chunks,
-                  KvStorage& kv, const LinearObserver* observer);
-
   ModelWeights w_;
-  ThreadPool& pool_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> host_backend_;
+  std::unique_ptr<DeviceModel> host_model_;    // reads w_ in place
+  std::unique_ptr<Backend> backend_;           // a device backend, or null
   std::unique_ptr<DeviceModel> device_model_;
 };
 

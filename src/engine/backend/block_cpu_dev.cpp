@@ -1,6 +1,8 @@
 // The CPU backend's block ops and paged attention over host buffers in the device layouts of
 // backend.h: the same math as the CPU engine (ops/basic.h), reached through block tables and slots.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -11,6 +13,10 @@
 #include "mo/engine/ops/linear.h"
 
 namespace mo::engine::cpu_dev {
+
+void f16_row_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
 
 void embedding(const std::uint16_t* table, std::int64_t dim, const std::int32_t* tokens, std::int64_t n, float* out) {
   for (std::int64_t t = 0; t < n; ++t) {
@@ -23,11 +29,66 @@ void rms_norm(const float* x, const float* w, float* out, std::int64_t n, std::i
   ops::rms_norm(x, w, out, n, d, eps);
 }
 
+namespace {
+
+// cos/sin of every (position, pair) already seen, for one RoPE setting: the same values ops::rope
+// computes (same double formula), computed once per position instead of once per token and layer.
+struct RopeTable {
+  float theta = 0, freq_scale = 0;
+  std::vector<float> factors;  // a copy: the table must not outlive a model whose factors differ
+  std::int64_t head_dim = 0;
+  std::vector<float> cs;  // [pos][half][cos, sin]
+  std::int64_t positions = 0;
+
+  const float* at(std::int64_t pos) {
+    const std::int64_t half = head_dim / 2;
+    if (pos >= positions) {
+      const std::int64_t grow = std::max<std::int64_t>(pos + 1, positions * 2);
+      cs.resize(static_cast<std::size_t>(grow * half * 2));
+      for (std::int64_t p = positions; p < grow; ++p)
+        for (std::int64_t i = 0; i < half; ++i) {
+          double angle = static_cast<double>(p) * freq_scale * std::pow(static_cast<double>(theta), -2.0 * i / head_dim);
+          if (!factors.empty()) angle /= factors[i];
+          cs[(p * half + i) * 2] = static_cast<float>(std::cos(angle));
+          cs[(p * half + i) * 2 + 1] = static_cast<float>(std::sin(angle));
+        }
+      positions = grow;
+    }
+    return cs.data() + pos * half * 2;
+  }
+};
+
+RopeTable& rope_table(float theta, float freq_scale, const float* factors, std::int64_t head_dim) {
+  thread_local RopeTable t;
+  const std::vector<float> f = factors ? std::vector<float>(factors, factors + head_dim / 2) : std::vector<float>();
+  if (t.theta != theta || t.freq_scale != freq_scale || t.factors != f || t.head_dim != head_dim) {
+    t = RopeTable{};
+    t.theta = theta, t.freq_scale = freq_scale, t.factors = f, t.head_dim = head_dim;
+  }
+  return t;
+}
+
+}  // namespace
+
 void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads, std::int64_t head_dim, float theta, float freq_scale,
           const float* factors, RopeStyle style) {
-  std::span<const float> f;  // empty: no llama3 factors
-  if (factors) f = std::span<const float>(factors, static_cast<std::size_t>(head_dim / 2));
-  for (std::int64_t t = 0; t < n; ++t) ops::rope(x + t * heads * head_dim, heads, head_dim, pos[t], theta, freq_scale, f, style);
+  RopeTable& table = rope_table(theta, freq_scale, factors, head_dim);
+  const std::int64_t half = head_dim / 2;
+  for (std::int64_t t = 0; t < n; ++t) {
+    const float* cs = table.at(pos[t]);
+    float* xt = x + t * heads * head_dim;
+    for (std::int64_t h = 0; h < heads; ++h) {
+      float* xh = xt + h * head_dim;
+      for (std::int64_t i = 0; i < half; ++i) {
+        const float c = cs[2 * i], s = cs[2 * i + 1];
+        const std::int64_t a = style == RopeStyle::normal ? 2 * i : i;
+        const std::int64_t b = style == RopeStyle::normal ? 2 * i + 1 : i + half;
+        const float x0 = xh[a], x1 = xh[b];
+        xh[a] = x0 * c - x1 * s;
+        xh[b] = x0 * s + x1 * c;
+      }
+    }
+  }
 }
 
 void silu_mul(float* gate, const float* up, std::int64_t n) { ops::silu_mul(gate, up, n); }
@@ -54,45 +115,91 @@ void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, co
 
 namespace {
 
-// One (row, KV head) task: widens each visible K/V row once and serves the group's query heads.
-void attention_task(const AttentionArgs& a, int r, int kvh, std::vector<float>& kv_row, std::vector<float>& scores) {
-  const int hd = a.head_dim, group = a.num_heads / a.num_kv_heads, ctx = a.row_ctx[r];
-  const std::int32_t* table = a.block_tables + static_cast<std::int64_t>(a.row_seq[r]) * a.max_blocks_per_seq;
-  // Element offset of position p's row for this KV head in either cache.
-  auto row_of = [&](int p) {
+// Positions [0, ctx) of one sequence's K or V for one KV head, widened to f32: out is [ctx, head_dim].
+void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int ctx, int kvh, float* out) {
+  const int hd = a.head_dim;
+  for (int p = 0; p < ctx; ++p) {
     const std::int64_t slot = static_cast<std::int64_t>(table[p / a.block_size]) * a.block_size + p % a.block_size;
-    return (slot * a.num_kv_heads + kvh) * hd;
-  };
-  const float* q = a.q + (static_cast<std::int64_t>(r) * a.num_heads + static_cast<std::int64_t>(kvh) * group) * hd;
-  float* out = a.out + (static_cast<std::int64_t>(r) * a.num_heads + static_cast<std::int64_t>(kvh) * group) * hd;
-  kv_row.resize(hd);
-  scores.resize(static_cast<std::size_t>(group) * ctx);
-  for (int p = 0; p < ctx; ++p) {
-    const std::uint16_t* k = a.k_cache + row_of(p);
-    for (int d = 0; d < hd; ++d) kv_row[d] = f16_to_f32(k[d]);
-    for (int g = 0; g < group; ++g) scores[static_cast<std::size_t>(g) * ctx + p] = ops::dot_f32(q + g * hd, kv_row.data(), hd) * a.scale;
-  }
-  for (int g = 0; g < group; ++g) ops::softmax(scores.data() + static_cast<std::size_t>(g) * ctx, ctx);
-  std::fill(out, out + static_cast<std::int64_t>(group) * hd, 0.0f);
-  for (int p = 0; p < ctx; ++p) {
-    const std::uint16_t* v = a.v_cache + row_of(p);
-    for (int d = 0; d < hd; ++d) kv_row[d] = f16_to_f32(v[d]);
-    for (int g = 0; g < group; ++g) {
-      const float s = scores[static_cast<std::size_t>(g) * ctx + p];
-      for (int d = 0; d < hd; ++d) out[g * hd + d] += s * kv_row[d];
+    const std::int64_t at = (slot * a.num_kv_heads + kvh) * hd;
+    if (a.k_cache_f32) {
+      std::memcpy(out + static_cast<std::int64_t>(p) * hd, (values ? a.v_cache_f32 : a.k_cache_f32) + at, hd * sizeof(float));
+    } else {
+      f16_row_to_f32((values ? a.v_cache : a.k_cache) + at, out + static_cast<std::int64_t>(p) * hd, hd);
     }
   }
+}
+
+// Rows [r0, r1) of one sequence (contiguous, positions increasing) for one KV head: the context is
+// widened once and serves every row and every query head of the GQA group. A row's result depends only
+// on its own query and context, never on which rows share the task.
+struct AttentionTask {
+  int r0, r1, kvh;
+};
+
+void run_task(const AttentionArgs& a, const AttentionTask& t, std::vector<float>& keys, std::vector<float>& vals,
+              std::vector<float>& scores) {
+  const int hd = a.head_dim, group = a.num_heads / a.num_kv_heads;
+  int ctx = 0;
+  for (int r = t.r0; r < t.r1; ++r) ctx = std::max(ctx, a.row_ctx[r]);
+  const std::int32_t* table = a.block_tables + static_cast<std::int64_t>(a.row_seq[t.r0]) * a.max_blocks_per_seq;
+  keys.resize(static_cast<std::size_t>(ctx) * hd);
+  vals.resize(static_cast<std::size_t>(ctx) * hd);
+  scores.resize(ctx);
+  gather(a, false, table, ctx, t.kvh, keys.data());
+  gather(a, true, table, ctx, t.kvh, vals.data());
+  for (int r = t.r0; r < t.r1; ++r) {
+    const int visible = a.row_ctx[r];
+    for (int g = 0; g < group; ++g) {
+      const std::int64_t head = static_cast<std::int64_t>(t.kvh) * group + g;
+      const float* q = a.q + (static_cast<std::int64_t>(r) * a.num_heads + head) * hd;
+      float* out = a.out + (static_cast<std::int64_t>(r) * a.num_heads + head) * hd;
+      for (int p = 0; p < visible; ++p) scores[p] = ops::dot_f32(q, keys.data() + static_cast<std::int64_t>(p) * hd, hd) * a.scale;
+      ops::softmax(scores.data(), visible);
+      std::fill(out, out + hd, 0.0f);
+      for (int p = 0; p < visible; ++p) {
+        const float sp = scores[p];
+        const float* vp = vals.data() + static_cast<std::int64_t>(p) * hd;
+        for (int d = 0; d < hd; ++d) out[d] += sp * vp[d];
+      }
+    }
+  }
+}
+
+// Tasks of about equal work: each sequence's rows are cut so a task's rows cost at most `budget`
+// (row cost = its context length), times every KV head.
+std::vector<AttentionTask> plan(const AttentionArgs& a, int threads) {
+  std::vector<std::pair<int, int>> seqs;  // row ranges of the sequences
+  for (int r = 0; r < a.n_rows;) {
+    int e = r + 1;
+    while (e < a.n_rows && a.row_seq[e] == a.row_seq[r]) ++e;
+    seqs.push_back({r, e});
+    r = e;
+  }
+  std::int64_t total = 0;
+  for (int r = 0; r < a.n_rows; ++r) total += a.row_ctx[r];
+  const std::int64_t want = std::max<std::int64_t>(1, 4LL * threads / std::max(1, a.num_kv_heads));
+  const std::int64_t budget = std::max<std::int64_t>(1, total / want);
+  std::vector<AttentionTask> tasks;
+  for (const auto& [s0, s1] : seqs) {
+    for (int r = s0; r < s1;) {
+      int e = r;
+      std::int64_t cost = 0;
+      while (e < s1 && (e == r || cost + a.row_ctx[e] <= budget)) cost += a.row_ctx[e++];
+      for (int h = 0; h < a.num_kv_heads; ++h) tasks.push_back({r, e, h});
+      r = e;
+    }
+  }
+  return tasks;
 }
 
 }  // namespace
 
 void attention(const AttentionArgs& a, ThreadPool& pool) {
   if (a.n_rows <= 0) return;
-  const std::int64_t tasks = static_cast<std::int64_t>(a.n_rows) * a.num_kv_heads;
-  pool.parallel_for(0, tasks, [&](std::int64_t b, std::int64_t e, int) {
-    std::vector<float> kv_row, scores;  // per chunk: reused across its tasks
-    for (std::int64_t task = b; task < e; ++task)
-      attention_task(a, static_cast<int>(task / a.num_kv_heads), static_cast<int>(task % a.num_kv_heads), kv_row, scores);
+  const std::vector<AttentionTask> tasks = plan(a, pool.size());
+  pool.parallel_for(0, static_cast<std::int64_t>(tasks.size()), [&](std::int64_t b, std::int64_t e, int) {
+    thread_local std::vector<float> keys, vals, scores;
+    for (std::int64_t i = b; i < e; ++i) run_task(a, tasks[i], keys, vals, scores);
   });
 }
 

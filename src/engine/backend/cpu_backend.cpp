@@ -3,20 +3,24 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cpu_ops.h"
 #include "mo/core/error.h"
 #include "mo/core/memory.h"
 #include "mo/engine/backend.h"
+#include "mo/engine/ops/linear.h"
+#include "mo/engine/weights.h"
 
 namespace mo::engine {
 namespace {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(ThreadPool& pool) : pool_(pool) {}
+  CpuBackend(ThreadPool& pool, bool host_formats) : pool_(pool), host_formats_(host_formats) {}
   Device device() const override { return Device::cpu; }
   std::string describe() const override { return fmt::format("cpu ({} threads)", pool_.size()); }
+  bool host_formats() const override { return host_formats_; }
 
   void* alloc(std::size_t bytes) override {
     // The size is stored in front of the block so free() can keep the allocation count.
@@ -43,14 +47,20 @@ class CpuBackend final : public Backend {
   void embedding(const std::uint16_t* table, std::int64_t dim, const std::int32_t* tokens, std::int64_t n, float* out) override {
     cpu_dev::embedding(table, dim, tokens, n, out);
   }
+  // Element- and row-wise ops split across the pool when large (prefill): each element's math is the
+  // same whatever the split.
   void rms_norm(const float* x, const float* w, float* out, std::int64_t n, std::int64_t d, float eps) override {
-    cpu_dev::rms_norm(x, w, out, n, d, eps);
+    if (n * d < kSplit) return cpu_dev::rms_norm(x, w, out, n, d, eps);
+    pool_.parallel_for(0, n, [&](std::int64_t b, std::int64_t e, int) { cpu_dev::rms_norm(x + b * d, w, out + b * d, e - b, d, eps); });
   }
   void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads, std::int64_t head_dim, float theta, float freq_scale,
             const float* factors, RopeStyle style) override {
     cpu_dev::rope(x, pos, n, heads, head_dim, theta, freq_scale, factors, style);
   }
-  void silu_mul(float* gate, const float* up, std::int64_t n) override { cpu_dev::silu_mul(gate, up, n); }
+  void silu_mul(float* gate, const float* up, std::int64_t n) override {
+    if (n < kSplit) return cpu_dev::silu_mul(gate, up, n);
+    pool_.parallel_for(0, n, [&](std::int64_t b, std::int64_t e, int) { cpu_dev::silu_mul(gate + b, up + b, e - b); }, kSplit / 2);
+  }
   void add(float* x, const float* y, std::int64_t n) override { cpu_dev::add(x, y, n); }
   void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) override { cpu_dev::add_bias(y, bias, n, d); }
   void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
@@ -58,11 +68,23 @@ class CpuBackend final : public Backend {
     cpu_dev::kv_write(k_cache, v_cache, k, v, slots, n, row);
   }
   void attention(const AttentionArgs& a) override { cpu_dev::attention(a, pool_); }
-  void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) override { cpu_dev::linear(x, n, w, y, pool_); }
+  void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) override {
+    if (w.kind == LinearKind::host) return ops::linear(x, n, *w.host, y, pool_);
+    cpu_dev::linear(x, n, w, y, pool_);
+  }
+  void linear_multi(const float* x, std::int64_t n, std::span<const DeviceLinear* const> ws, std::span<float* const> ys) override {
+    std::vector<const Matrix*> ms;
+    for (const DeviceLinear* w : ws)
+      if (w->kind == LinearKind::host) ms.push_back(w->host);
+    if (ms.size() != ws.size()) return Backend::linear_multi(x, n, ws, ys);
+    ops::linear_multi(x, n, ms, ys, pool_);
+  }
 
  private:
   static constexpr std::size_t kHeader = 64;  // keeps the returned pointer 64-byte aligned
+  static constexpr std::int64_t kSplit = 1 << 14;  // elements below which threads cost more than they save
   ThreadPool& pool_;
+  bool host_formats_;
 };
 
 }  // namespace
@@ -75,6 +97,7 @@ const char* linear_kind_name(LinearKind k) {
     case LinearKind::q6_k: return "q6_k";
     case LinearKind::awq: return "awq";
     case LinearKind::gptq: return "gptq";
+    case LinearKind::host: return "host";
   }
   return "?";
 }
@@ -84,10 +107,11 @@ void Backend::count_alloc(std::ptrdiff_t bytes) {
   if (allocated_ > peak_) peak_ = allocated_;
 }
 
-std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool); }
+std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool, false); }
+std::unique_ptr<Backend> make_host_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool, true); }
 
 std::unique_ptr<Backend> make_backend(Device device, ThreadPool& pool) {
-  return device == Device::cuda ? make_cuda_backend(0) : make_cpu_backend(pool);
+  return device == Device::cuda ? make_cuda_backend(0) : make_host_backend(pool);
 }
 
 #if !MO_WITH_CUDA

@@ -22,5 +22,6 @@ void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d);
 void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
               std::int64_t row);
 void attention(const AttentionArgs& a, ThreadPool& pool);
+void f16_row_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
 
 }  // namespace mo::engine::cpu_dev

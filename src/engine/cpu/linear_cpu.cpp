@@ -68,4 +68,8 @@ void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, T
   }, 4);
 }
 
+void linear_multi(const float* x, std::int64_t n, std::span<const engine::Matrix* const> ws, std::span<float* const> ys, ThreadPool& pool) {
+  for (std::size_t i = 0; i < ws.size(); ++i) linear(x, n, *ws[i], ys[i], pool);
+}
+
 }  // namespace mo::ops

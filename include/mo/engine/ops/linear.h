@@ -6,6 +6,7 @@
 // way memory stays at the file size, activations stay f32, and a token's result does not depend on
 // the other tokens in the call.
 #include <cstdint>
+#include <span>
 
 #include "mo/core/thread_pool.h"
 #include "mo/engine/weights.h"
@@ -14,6 +15,10 @@ namespace mo::ops {
 
 // x: [n, w.cols] f32, y: [n, w.rows] f32 (overwritten).
 void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool);
+
+// Several matrices with the same input (q/k/v; gate/up) in one call: ys[i] = x · ws[i]ᵀ, bit-identical
+// to separate linear() calls.
+void linear_multi(const float* x, std::int64_t n, std::span<const engine::Matrix* const> ws, std::span<float* const> ys, ThreadPool& pool);
 
 // Batch GEMM through BLAS (cblas_sgemm) for F32 weights when a call has at least 16 tokens: ~4x the
 // throughput of the row kernels on calibration-sized batches, but a token's result may then depend on
