@@ -333,7 +333,7 @@ void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv,
   const DeviceLinear wq = linear_of(li, LinearId::q), wk = linear_of(li, LinearId::k), wv = linear_of(li, LinearId::v);
   const DeviceLinear* qkv[] = {&wq, &wk, &wv};
   float* qkv_out[] = {q, k, v};
-  b_.linear_multi(xn, n, qkv, qkv_out);
+  b_.linear_multi(xn, n, qkv, qkv_out, 3);
   if (const float* b = floats_of(li, 2)) b_.add_bias(q, b, n, qd);
   if (const float* b = floats_of(li, 3)) b_.add_bias(k, b, n, kvd);
   if (const float* b = floats_of(li, 4)) b_.add_bias(v, b, n, kvd);
@@ -366,7 +366,7 @@ void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv,
   const DeviceLinear wg = linear_of(li, LinearId::gate), wu = linear_of(li, LinearId::up);
   const DeviceLinear* gu[] = {&wg, &wu};
   float* gu_out[] = {gate, up};
-  b_.linear_multi(xn, n, gu, gu_out);
+  b_.linear_multi(xn, n, gu, gu_out, 2);
   b_.silu_mul(gate, up, n * ffn);
   observe(LinearId::down, gate, ffn);
   const DeviceLinear wd = linear_of(li, LinearId::down);

@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 
 #include "mo/core/device.h"
@@ -120,8 +119,9 @@ class Backend {
   virtual void attention(const AttentionArgs& a) = 0;
   virtual void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) = 0;
   // Several linears of one input (q/k/v, gate/up) in one call: ys[i] = x · ws[i]ᵀ, each equal to linear().
-  virtual void linear_multi(const float* x, std::int64_t n, std::span<const DeviceLinear* const> ws, std::span<float* const> ys) {
-    for (std::size_t i = 0; i < ws.size(); ++i) linear(x, n, *ws[i], ys[i]);
+  // (Pointer + count, not std::span: nvcc compiles this header as C++17.)
+  virtual void linear_multi(const float* x, std::int64_t n, const DeviceLinear* const* ws, float* const* ys, int count) {
+    for (int i = 0; i < count; ++i) linear(x, n, *ws[i], ys[i]);
   }
   // True when the backend's memory is host memory and its linears read the stored formats in place
   // (LinearKind::host): weights are not copied, and callers may read its buffers directly.

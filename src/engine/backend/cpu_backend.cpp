@@ -72,12 +72,12 @@ class CpuBackend final : public Backend {
     if (w.kind == LinearKind::host) return ops::linear(x, n, *w.host, y, pool_);
     cpu_dev::linear(x, n, w, y, pool_);
   }
-  void linear_multi(const float* x, std::int64_t n, std::span<const DeviceLinear* const> ws, std::span<float* const> ys) override {
+  void linear_multi(const float* x, std::int64_t n, const DeviceLinear* const* ws, float* const* ys, int count) override {
     std::vector<const Matrix*> ms;
-    for (const DeviceLinear* w : ws)
-      if (w->kind == LinearKind::host) ms.push_back(w->host);
-    if (ms.size() != ws.size()) return Backend::linear_multi(x, n, ws, ys);
-    ops::linear_multi(x, n, ms, ys, pool_);
+    for (int i = 0; i < count; ++i)
+      if (ws[i]->kind == LinearKind::host) ms.push_back(ws[i]->host);
+    if (static_cast<int>(ms.size()) != count) return Backend::linear_multi(x, n, ws, ys, count);
+    ops::linear_multi(x, n, ms, std::span<float* const>(ys, static_cast<std::size_t>(count)), pool_);
   }
 
  private:
