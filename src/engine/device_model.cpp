@@ -9,6 +9,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/half.h"
+#include "mo/engine/ops/linear.h"
 #include "mo/io/ggml_types.h"
 #include "mo/model/rope.h"
 #include "mo/io/gguf_dequant.h"
@@ -28,7 +29,7 @@ std::vector<std::uint16_t> to_f16(const Matrix& m) {
   }
   std::vector<float> row(m.cols);
   for (std::int64_t r = 0; r < m.rows; ++r) {
-    gguf::dequantize_row(m.type, m.row(r), row.data(), m.cols);
+    ops::matrix_row(m, r, row.data());  // every CPU type, engine-internal Q4Z included
     for (std::int64_t c = 0; c < m.cols; ++c) {
       const std::uint16_t h = f32_to_f16(row[c]);
       // An f32/BF16 weight past f16's range would become inf on the GPU: refuse rather than compute garbage.

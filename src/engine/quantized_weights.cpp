@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +18,7 @@
 #include "mo/quant/fp8.h"
 #include "mo/quant/gguf_blocks.h"
 #include "mo/quant/pack.h"
+#include "cpu/q4z.h"
 
 namespace mo::engine::detail {
 namespace {
@@ -158,6 +163,66 @@ std::vector<std::uint8_t> to_q8_0(const quant::QuantizedLinear& q) {
   return out;
 }
 
+// Stored column order that makes every block of 32 one group: identity (empty) when groups are already
+// contiguous, else the columns stably sorted by g_idx (act-order GPTQ); nullopt when some group's
+// width is not a multiple of 32, so a block would straddle two groups.
+std::optional<std::vector<std::int32_t>> q4z_order(const quant::QuantizedLinear& q) {
+  if (q.contiguous_groups()) return std::vector<std::int32_t>{};
+  std::vector<std::int32_t> order(static_cast<std::size_t>(q.cols));
+  for (std::int64_t c = 0; c < q.cols; ++c) order[c] = static_cast<std::int32_t>(c);
+  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) { return q.g_idx[a] < q.g_idx[b]; });
+  for (std::int64_t b = 0; b < q.cols; b += 32)
+    if (q.g_idx[order[b]] != q.g_idx[order[b + 31]]) return std::nullopt;
+  return order;
+}
+
+// Why `q` cannot become Q4Z blocks exactly; empty when it can (then `order` is set).
+std::string q4z_obstacle(const quant::QuantizedLinear& q, std::vector<std::int32_t>& order) {
+  if (q.scheme.bits != 4) return "not 4-bit";
+  if (q.cols % 32 != 0) return "in_features not a multiple of 32";
+  const std::int64_t G = q.scheme.effective_group(q.cols);
+  if (G % 32 != 0 && G != q.cols) return "group size not a multiple of 32";
+  for (const std::uint8_t z : q.zeros)
+    if (z > 16) return "zero point above 16";
+  auto o = q4z_order(q);
+  if (!o) return "act-order groups not made of whole blocks of 32";
+  order = std::move(*o);
+  return {};
+}
+
+// Q4Z blocks in the stored column order `order` (empty: natural order); each block repeats its group's scale and zero.
+std::vector<std::uint8_t> to_q4z(const quant::QuantizedLinear& q, const std::vector<std::int32_t>& order) {
+  const std::int64_t blocks = q.cols / 32;
+  const int ng = q.n_groups();
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(q.rows) * ops::q4z::row_bytes(q.cols));
+  auto* dst = reinterpret_cast<ops::q4z::BlockQ4Z*>(out.data());
+  auto col = [&](std::int64_t i) { return order.empty() ? i : static_cast<std::int64_t>(order[i]); };
+  for (std::int64_t r = 0; r < q.rows; ++r) {
+    const std::uint8_t* qr = q.q.data() + r * q.cols;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      ops::q4z::BlockQ4Z& blk = dst[r * blocks + b];
+      const std::size_t g = static_cast<std::size_t>(r) * ng + q.g_idx[col(b * 32)];
+      blk.d = q.scales[g];
+      blk.z = q.zeros[g];
+      for (int j = 0; j < 16; ++j)
+        blk.qs[j] = static_cast<std::uint8_t>((qr[col(b * 32 + j)] & 15) | (qr[col(b * 32 + j + 16)] & 15) << 4);
+    }
+  }
+  return out;
+}
+
+// The stored tensors were read once to build the owned blocks: give their mapped pages back so resident
+// memory stays near the file size (the device path faults them in again if it uploads them). PAGEOUT
+// never loses data, whatever the memory is.
+void release_pages(std::span<const std::uint8_t> s) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(s.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(s.data()) + s.size()) / page * page;
+#ifdef MADV_PAGEOUT
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#endif
+}
+
 std::vector<std::uint8_t> to_f32_bytes(const std::vector<float>& w) {
   std::vector<std::uint8_t> out(w.size() * 4);
   std::memcpy(out.data(), w.data(), out.size());
@@ -171,7 +236,7 @@ Matrix owned_matrix(std::string name, std::uint32_t type, std::int64_t rows, std
   m.type = type;
   m.rows = rows;
   m.cols = cols;
-  m.row_bytes = ggml_row_bytes(type, static_cast<std::uint64_t>(cols));
+  m.row_bytes = type == kQ4zType ? ops::q4z::row_bytes(cols) : ggml_row_bytes(type, static_cast<std::uint64_t>(cols));
   auto& buf = owned.emplace_back(std::move(bytes));
   m.bytes = {buf.data(), buf.size()};
   return m;
@@ -235,9 +300,17 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
   }
   const quant::QuantizedLinear q = int_linear(f, config_, mq, *qweight, module, rows, cols);
   if (!mq.desc_act && !q.contiguous_groups()) ++g_idx_without_desc_act_;
-  const std::string obstacle = q8_0_obstacle(q);
+  std::vector<std::int32_t> order;
+  const std::string q4z_why = q4z_obstacle(q, order);
+  // A 4-bit linear that misses Q4Z misses Q8_0 for the same reason; name the Q4Z one.
+  const std::string obstacle = q4z_why.empty() ? std::string() : q.scheme.bits == 4 ? q4z_why : q8_0_obstacle(q);
   Matrix m;
-  if (obstacle.empty()) {
+  if (q4z_why.empty()) {
+    ++counts_[order.empty() ? "q4z (4-bit blocks of 32: stored f16 scale, zero, nibbles: exact)"
+                            : "q4z (act-order: input columns permuted to contiguous groups: exact)"];
+    m = owned_matrix(base + ".weight", kQ4zType, rows, cols, to_q4z(q, order), owned);
+    if (!order.empty()) m.in_perm = std::make_shared<const std::vector<std::int32_t>>(std::move(order));
+  } else if (obstacle.empty()) {
     ++counts_["q8_0 (d = f16 scale, qs = q - zero: exact)"];
     m = owned_matrix(base + ".weight", kQ8_0, rows, cols, to_q8_0(q), owned);
   } else {
@@ -245,6 +318,8 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
     m = owned_matrix(base + ".weight", kF32, rows, cols, to_f32_bytes(q.dequantize()), owned);
   }
   m.packed = packed_of(f, config_, mq, *qweight, module, cols, q);
+  for (const auto& span : {m.packed->qweight, m.packed->qzeros, m.packed->scales}) release_pages(span);
+  if (const auto* gi = f.find(module + ".g_idx")) release_pages(gi->bytes);
   return m;
 }
 

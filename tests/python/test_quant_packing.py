@@ -177,7 +177,7 @@ def modules(n_layers):
 
 
 def compare_engine(model_dir, expected, expected_types, label):
-    """expected: gguf base -> f32 matrix; expected_types: gguf base -> 'q8_0' | 'f32'."""
+    """expected: gguf base -> f32 matrix; expected_types: gguf base -> 'q4z' | 'q8_0' | 'f32'."""
     out, err = run(TOOL, "list", model_dir, stderr=True)
     listed = json.loads(out)
     types_ok = all(listed[b]["type"] == t for b, t in expected_types.items())
@@ -217,13 +217,13 @@ def test_checkpoints(tmp):
         q, z, s = rtn(W, 4, 32, False, g_idx)
         del tensors[hf + ".weight"]
         tensors.update({f"{hf}.{k}": (v, None) for k, v in awq_pack(q, z, s).items()})
-        expected[gg], types[gg] = dequant(q, z, s, g_idx), "q8_0"
+        expected[gg], types[gg] = dequant(q, z, s, g_idx), "q4z"  # the engine's 4-bit blocks: stored scale, zero, nibbles
     awq_dir = tmp / "stories-awq"
     make_checkpoint(base, awq_dir, {"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True, "version": "gemm",
                                     "modules_to_not_convert": ["mlp"]}, tensors)
     err = compare_engine(awq_dir, expected, types, "AWQ GEMM 4-bit g32")
     n_attn = 4 * n_layers
-    check(re.search(rf"awq 4-bit g32 gemm checkpoint; linears: .*{n_awq_float(n_layers)} float \(left unquantized.*{n_attn} q8_0", err)
+    check(re.search(rf"awq 4-bit g32 gemm checkpoint; linears: .*{n_awq_float(n_layers)} float \(left unquantized.*{n_attn} q4z", err)
           is not None, f"AWQ: the log names the scheme and counts ({err.strip().splitlines()[-1] if err.strip() else 'no log'})")
 
     # AutoAWQ's older quant_config.json beside config.json, with its own key names and no quant_method.
@@ -266,7 +266,7 @@ def test_checkpoints(tmp):
         q, z, s = rtn(W, bits, 32, True, g_idx)
         del tensors[hf + ".weight"]
         tensors.update({f"{hf}.{k}": (v, None) for k, v in gptq_pack(q, z, s, g_idx, bits, True).items()})
-        expected[gg], types[gg] = dequant(q, z, s, g_idx), "q8_0"
+        expected[gg], types[gg] = dequant(q, z, s, g_idx), "q4z" if bits == 4 else "q8_0"
     gptq_cfg = {"quant_method": "gptq", "bits": 4, "group_size": 32, "damp_percent": 0.01, "desc_act": False, "static_groups": False,
                 "sym": True, "true_sequential": True, "lm_head": False, "checkpoint_format": "gptq", "dynamic": dynamic}
     make_checkpoint(base, tmp / "stories-gptq-sym", gptq_cfg, tensors)
@@ -282,7 +282,7 @@ def test_checkpoints(tmp):
     (legacy / "quantize_config.json").write_text(json.dumps(qc, indent=2))
     compare_engine(legacy, expected, types, "GPTQ with only quantize_config.json (no quant_method)")
 
-    # GPTQ v1 4-bit asym with act-order g_idx (desc_act): exact F32.
+    # GPTQ v1 4-bit asym with act-order g_idx (desc_act): groups of 32 made contiguous by a column permutation, q4z.
     tensors, expected, types = float_tensors(set()), {}, {}
     for gg, hf in modules(n_layers):
         W = w[hf + ".weight"]
@@ -294,7 +294,7 @@ def test_checkpoints(tmp):
         q, z, s = rtn(W, 4, 32, False, g_idx, zmin=1)  # v1 stores zero-1: a zero of 0 is not representable
         del tensors[hf + ".weight"]
         tensors.update({f"{hf}.{k}": (v, None) for k, v in gptq_pack(q, z, s, g_idx, 4, True).items()})
-        expected[gg], types[gg] = dequant(q, z, s, g_idx), "f32"
+        expected[gg], types[gg] = dequant(q, z, s, g_idx), "q4z"
     make_checkpoint(base, tmp / "stories-gptq-actorder", {**gptq_cfg, "sym": False, "desc_act": True, "dynamic": {r"-:.*\.mlp\..*": {}}}, tensors)
     compare_engine(tmp / "stories-gptq-actorder", expected, types, "GPTQ v1 4-bit asym act-order")
 

@@ -1,6 +1,8 @@
 // Prefill and decode speed of the CPU engine, like llama-bench.
 //   mo_tool_bench_engine MODEL [-p 512] [-n 128] [-t threads] [-r 3] [--simd scalar|avx2|avx512]
 //   mo_tool_bench_engine --dummy PRESET [--type q4_0] [-p ...]
+//   mo_tool_bench_engine --dummy-shape HIDDEN,LAYERS,HEADS,KV_HEADS,FFN,VOCAB [--type q4_0] [-p ...]
+// (--dummy-shape: random weights of a Llama-architecture model of that shape, untied output matrix.)
 // ppP: one forward of P prompt tokens; tgN: N forwards of one token each after it, through a paged
 // KV cache. Each is run -r times; prints tokens/s as mean ± stdev, and the peak RSS.
 #include <fmt/format.h>
@@ -79,7 +81,7 @@ std::pair<double, double> run_once(mo::engine::Engine& e, int p, int n, std::uin
 }
 
 int usage() {
-  std::cerr << "usage: mo_tool_bench_engine MODEL|--dummy PRESET [--type q4_0] [-p 512] [-n 128] [-t threads] [-r 3]"
+  std::cerr << "usage: mo_tool_bench_engine MODEL|--dummy PRESET|--dummy-shape H,LAYERS,HEADS,KV,FFN,VOCAB [--type q4_0] [-p 512] [-n 128] [-t threads] [-r 3]"
                " [--simd scalar|avx2|avx512]\n";
   return 2;
 }
@@ -101,6 +103,7 @@ int main(int argc, char** argv) {
       else if (a == "-t") threads = std::stoi(next());
       else if (a == "-r") reps = std::stoi(next());
       else if (a == "--dummy") dummy = next();
+      else if (a == "--dummy-shape") dummy = "shape:" + next();
       else if (a == "--type") type_name = next();
       else if (a == "--simd") simd = next();
       else if (!a.empty() && a[0] == '-') return usage();
@@ -121,11 +124,33 @@ int main(int argc, char** argv) {
       weights = mo::engine::bind_weights(*files);
       label = model.substr(model.find_last_of('/') + 1);
     } else {
-      const mo::budget::ModelPreset* preset = mo::budget::find_model_preset(dummy);
-      if (preset == nullptr) throw mo::UsageError("unknown preset " + dummy);
+      mo::model::Hparams hp;
+      if (dummy.rfind("shape:", 0) == 0) {
+        std::vector<std::int64_t> v;
+        std::size_t at = 6;
+        while (at <= dummy.size()) {
+          const std::size_t comma = std::min(dummy.find(',', at), dummy.size());
+          v.push_back(std::stoll(dummy.substr(at, comma - at)));
+          at = comma + 1;
+        }
+        if (v.size() != 6 || v[0] % v[2] != 0) throw mo::UsageError("--dummy-shape: expected HIDDEN,LAYERS,HEADS,KV_HEADS,FFN,VOCAB");
+        hp.arch = "llama";
+        hp.hidden_size = v[0];
+        hp.num_layers = v[1];
+        hp.num_heads = v[2];
+        hp.num_kv_heads = v[3];
+        hp.intermediate_size = v[4];
+        hp.vocab_size = v[5];
+        hp.head_dim = v[0] / v[2];
+        hp.context_length = 4096;
+      } else {
+        const mo::budget::ModelPreset* preset = mo::budget::find_model_preset(dummy);
+        if (preset == nullptr) throw mo::UsageError("unknown preset " + dummy);
+        hp = preset->hp;
+      }
       const auto type = mo::ggml_type_from_name(type_name);
       if (!type) throw mo::UsageError("unknown type " + type_name);
-      weights = mo::engine::dummy_weights(preset->hp, *type);
+      weights = mo::engine::dummy_weights(hp, *type);
       label = fmt::format("{} (dummy {})", dummy, type_name);
     }
     const double gib = static_cast<double>(weights.matrix_bytes()) / (1 << 30);

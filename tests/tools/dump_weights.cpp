@@ -25,6 +25,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/log.h"
+#include "mo/engine/ops/linear.h"
 #include "mo/engine/weights.h"
 #include "mo/io/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
@@ -68,6 +69,7 @@ std::vector<std::pair<std::string, const mo::engine::Matrix*>> linears(const mo:
 }
 
 const char* type_name(std::uint32_t t) {
+  if (t == mo::engine::kQ4zType) return "q4z";  // engine-internal AWQ / GPTQ INT4 blocks
   const auto* info = mo::ggml_type_info(t);
   return info ? info->name : "?";
 }
@@ -89,7 +91,7 @@ int cmd_linear(const std::string& model, std::string name, const std::string& ou
   for (const auto& [n, m] : linears(w)) {
     if (n != name) continue;
     std::vector<float> v(static_cast<std::size_t>(m->rows * m->cols));
-    for (std::int64_t r = 0; r < m->rows; ++r) mo::gguf::dequantize_row(m->type, m->row(r), v.data() + r * m->cols, m->cols);
+    for (std::int64_t r = 0; r < m->rows; ++r) mo::ops::matrix_row(*m, r, v.data() + r * m->cols);
     write_bytes(out_path, v.data(), v.size() * 4);
     std::cout << json{{"type", type_name(m->type)}, {"rows", m->rows}, {"cols", m->cols}}.dump() << "\n";
     return 0;

@@ -17,6 +17,7 @@
 #include "mo/engine/engine.h"
 #include "mo/engine/generator.h"
 #include "mo/engine/kv_cache.h"
+#include "mo/engine/ops/linear.h"
 #include "mo/model/model_files.h"
 #include "mo/quant/quantize.h"
 #include "mo/tokenizer/tokenizer.h"
@@ -63,6 +64,13 @@ double relative_gap(const std::vector<float>& a, const std::vector<float>& b) {
   }
   return gap / mag;
 }
+
+// The CPU engine as an exact reference: f32 activations against the decoded weights (its default integer
+// path quantizes activations to 8 bits, as llama.cpp does, which the device path's f32 math does not).
+struct ExactCpu {
+  ExactCpu() { mo::ops::set_int_dot(false); }
+  ~ExactCpu() { mo::ops::set_int_dot(true); }
+};
 
 Engine on_cpu_backend(ModelWeights w, mo::ThreadPool& pool) {
   Engine e(std::move(w), pool);
@@ -157,6 +165,7 @@ TEST(DeviceModel, PackedCheckpointsMatchTheCpuEngine) {
   quant_test::TempDir t;
   const std::string calib = quant_test::write_calibration(t.path);
   mo::ThreadPool pool(2);
+  const ExactCpu exact;
   for (const std::string method : {"awq", "gptq"}) {
     const mo::config::QuantizeConfig c = quant_test::stories_config(method, t.path / method, calib);
     mo::quant::quantize_model(c);
@@ -167,11 +176,13 @@ TEST(DeviceModel, PackedCheckpointsMatchTheCpuEngine) {
     EXPECT_NE(summary.find(method == "awq" ? "awq 4-bit g32" : "20 gptq 4-bit g32"), std::string::npos) << summary;
     const std::vector<std::int32_t> prompt = {1, 403, 407, 261, 378, 429, 273, 306};
     const Steps a = run(cpu, prompt, 6), b = run(dev, prompt, 6);
-    // lm_head is f16 in both checkpoints (exact on both paths); the rest differs only in summation order.
-    EXPECT_LT(relative_gap(a.prefill, b.prefill), 1e-4) << method;
+    // lm_head is f16 in both checkpoints (exact on both paths); the rest differs only in summation order
+    // (the CPU's register-blocked float tiles add in another order than the device path's row dots: about
+    // 1e-7 per dot product, which this tiny AWQ model amplifies to 6e-5 .. 2e-4 of the largest logit).
+    EXPECT_LT(relative_gap(a.prefill, b.prefill), 1e-3) << method;
     std::printf("%s checkpoint, packed on the device path: largest logit gap / largest logit = %.2e (prefill)\n", method.c_str(),
                 relative_gap(a.prefill, b.prefill));
-    for (std::size_t i = 0; i < a.logits.size(); ++i) EXPECT_LT(relative_gap(a.logits[i], b.logits[i]), 1e-4) << method << " step " << i;
+    for (std::size_t i = 0; i < a.logits.size(); ++i) EXPECT_LT(relative_gap(a.logits[i], b.logits[i]), 1e-3) << method << " step " << i;
   }
 }
 
@@ -259,6 +270,7 @@ TEST(DeviceModel, DemoModelGreedyMatchesTheCpuEngine) {
   if (!fs::exists(demo)) GTEST_SKIP() << demo << " not fetched (scripts/fetch-demo-model.sh)";
   auto files = mo::model::ModelFiles::open(demo);
   mo::ThreadPool pool(2);
+  const ExactCpu exact;
   Engine cpu(bind_weights(files), pool);
   Engine dev = on_cpu_backend(bind_weights(files), pool);
   auto tok = mo::tok::load_tokenizer_gguf(*files.gguf());

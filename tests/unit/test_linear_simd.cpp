@@ -113,6 +113,9 @@ TEST_P(LinearSimd, EveryLevelMatchesDoubleReferenceAndScalar) {
   mo::ThreadPool pool(3);
   std::mt19937 rng(1234);
   const SimdLevel saved = mo::ops::simd_level();
+  // The f32-activation row kernels (the integer-dot path quantizes x: tests/unit/test_q8_kernels.cpp).
+  mo::ops::set_int_dot(false);
+  struct Restore { ~Restore() { mo::ops::set_int_dot(true); } } restore;
   for (std::int64_t cols : c.cols) {
     // Rows start 1 byte past an aligned address: GGUF data is only as aligned as general.alignment.
     std::vector<std::uint8_t> storage(1);

@@ -28,6 +28,9 @@ struct PackedIntLinear {
 // Matrix::type of a linear that has only its packed form (dummy AWQ weights): the CPU reads it with
 // the reference kernel of the device layout.
 inline constexpr std::uint32_t kPackedOnlyType = 0xFFFF;
+// Matrix::type of AWQ / GPTQ INT4 linears on the CPU: blocks of 32 {stored f16 scale, zero, nibbles}
+// (src/engine/cpu/q4z.h), dotted in integers with 8-bit activations.
+inline constexpr std::uint32_t kQ4zType = 0x1001;
 
 // A [rows, cols] matrix, row-major, each row `row_bytes` long in ggml type `type`.
 struct Matrix {
@@ -38,6 +41,8 @@ struct Matrix {
   std::size_t row_bytes = 0;
   std::span<const std::uint8_t> bytes;
   std::shared_ptr<const PackedIntLinear> packed;  // AWQ / GPTQ checkpoints: the stored tensors
+  // GPTQ act-order: stored column i is input in_perm[i] (groups made contiguous); linear gathers x so.
+  std::shared_ptr<const std::vector<std::int32_t>> in_perm;
   bool empty() const { return rows == 0; }
   const std::uint8_t* row(std::int64_t r) const { return bytes.data() + static_cast<std::size_t>(r) * row_bytes; }
 };

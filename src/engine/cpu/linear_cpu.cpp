@@ -10,11 +10,17 @@
 #include "mo/engine/ops/linear.h"
 #include "mo/io/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
+#include "ftile.h"
+#include "q4z.h"
+#include "q8_linear.h"
 #include "qdot.h"
 
 namespace mo::ops {
 
-void matrix_row(const engine::Matrix& w, std::int64_t r, float* out) { gguf::dequantize_row(w.type, w.row(r), out, w.cols); }
+void matrix_row(const engine::Matrix& w, std::int64_t r, float* out) {
+  if (w.type == engine::kQ4zType) return q4z::matrix_row(w, r, out);  // engine-internal INT4 blocks, maybe column-permuted
+  gguf::dequantize_row(w.type, w.row(r), out, w.cols);
+}
 
 namespace {
 
@@ -28,7 +34,7 @@ void linear_by_rows(const float* x, std::int64_t n, const engine::Matrix& w, flo
     thread_local std::vector<float> row;
     if (static_cast<std::int64_t>(row.size()) < in) row.resize(in);
     for (std::int64_t r = r0; r < r1; ++r) {
-      gguf::dequantize_row(w.type, w.row(r), row.data(), in);
+      matrix_row(w, r, row.data());
       for (std::int64_t t = 0; t < n; ++t) y[t * out + r] = dot_f32(x + t * in, row.data(), in);
     }
   }, 4);
@@ -37,17 +43,26 @@ void linear_by_rows(const float* x, std::int64_t n, const engine::Matrix& w, flo
 }  // namespace
 
 void set_blas_for_batches(bool on) { g_blas_batches = on; }
+void set_int_dot(bool on) { q8::set_int_dot(on); }
+bool int_dot() { return q8::int_dot(); }
 bool blas_for_batches() { return g_blas_batches; }
 
 void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool) {
   // Packed-only (dummy AWQ) weights: the reference kernel of the device layout.
   if (w.type == engine::kPackedOnlyType) return engine::cpu_dev::linear(x, n, engine::packed_host_view(w), y, pool);
+  if (w.type == engine::kQ4zType) {  // AWQ / GPTQ INT4: integer dot with 8-bit activations
+    if (q8::int_dot()) return q4z::linear(x, n, w, y, pool);
+    return linear_by_rows(x, n, w, y, pool);
+  }
+  if (q8::linear_int(x, n, w, y, pool)) return;  // GGUF quant types: integer dot with 8-bit activations (q8.h)
   if (g_blas_batches && n >= 16 && w.type == 0) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), static_cast<int>(w.rows), static_cast<int>(w.cols), 1.0f, x,
                 static_cast<int>(w.cols), reinterpret_cast<const float*>(w.bytes.data()), static_cast<int>(w.cols), 0.0f, y,
                 static_cast<int>(w.rows));
     return;
   }
+  // F32 / F16 / BF16: register-blocked tiles, batch-invariant (src/engine/cpu/ftile.h).
+  if (ftile::supports(w.type) && ftile::enabled()) return ftile::linear(x, n, w, y, pool);
   const qdot::RowDot dot = qdot::row_dot(w.type, simd_level());
   const GgmlTypeInfo* info = ggml_type_info(w.type);
   // A row that is not whole blocks goes the row-by-row way, whose dequantize_row names the error.
@@ -68,8 +83,5 @@ void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, T
   }, 4);
 }
 
-void linear_multi(const float* x, std::int64_t n, std::span<const engine::Matrix* const> ws, std::span<float* const> ys, ThreadPool& pool) {
-  for (std::size_t i = 0; i < ws.size(); ++i) linear(x, n, *ws[i], ys[i], pool);
-}
 
 }  // namespace mo::ops
