@@ -115,17 +115,78 @@ void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, co
 
 namespace {
 
-// Positions [0, ctx) of one sequence's K or V for one KV head, widened to f32: out is [ctx, head_dim].
-void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int ctx, int kvh, float* out) {
+// Positions [0, ctx) of one sequence's K or V for one KV head, widened to f32: out is [ctx, head_dim], or
+// [head_dim, ctx] when transposed (a query's scores over all positions are then one vector loop).
+void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int ctx, int kvh, float* out, bool transposed) {
   const int hd = a.head_dim;
+  thread_local std::vector<float> row_buf;
+  row_buf.resize(hd);
   for (int p = 0; p < ctx; ++p) {
     const std::int64_t slot = static_cast<std::int64_t>(table[p / a.block_size]) * a.block_size + p % a.block_size;
     const std::int64_t at = (slot * a.num_kv_heads + kvh) * hd;
+    float* dst = transposed ? row_buf.data() : out + static_cast<std::int64_t>(p) * hd;
     if (a.k_cache_f32) {
-      std::memcpy(out + static_cast<std::int64_t>(p) * hd, (values ? a.v_cache_f32 : a.k_cache_f32) + at, hd * sizeof(float));
+      std::memcpy(dst, (values ? a.v_cache_f32 : a.k_cache_f32) + at, hd * sizeof(float));
     } else {
-      f16_row_to_f32((values ? a.v_cache : a.k_cache) + at, out + static_cast<std::int64_t>(p) * hd, hd);
+      f16_row_to_f32((values ? a.v_cache : a.k_cache) + at, dst, hd);
     }
+    if (transposed)
+      for (int d = 0; d < hd; ++d) out[static_cast<std::int64_t>(d) * ctx + p] = dst[d];
+  }
+}
+
+// s[p] = scale * sum over d of q[d] * kt[d][p] for p < n (kt: [hd, ctx]), each sum in d order (the same
+// for every row: batch-invariant), four dims per pass over s.
+void scores_of(const float* __restrict q, const float* __restrict kt, int ctx, int n, int hd, float scale, float* __restrict s) {
+  std::fill(s, s + n, 0.0f);
+  int d = 0;
+  for (; d + 4 <= hd; d += 4) {
+    const float q0 = q[d], q1 = q[d + 1], q2 = q[d + 2], q3 = q[d + 3];
+    const float* __restrict k0 = kt + static_cast<std::int64_t>(d) * ctx;
+    const float* __restrict k1 = k0 + ctx;
+    const float* __restrict k2 = k1 + ctx;
+    const float* __restrict k3 = k2 + ctx;
+    for (int p = 0; p < n; ++p) {
+      float acc = s[p];
+      acc += q0 * k0[p];
+      acc += q1 * k1[p];
+      acc += q2 * k2[p];
+      acc += q3 * k3[p];
+      s[p] = acc;
+    }
+  }
+  for (; d < hd; ++d) {
+    const float qd = q[d];
+    const float* __restrict kd = kt + static_cast<std::int64_t>(d) * ctx;
+    for (int p = 0; p < n; ++p) s[p] += qd * kd[p];
+  }
+  for (int p = 0; p < n; ++p) s[p] *= scale;
+}
+
+// out[e] = sum over p of s[p] * v[p][e], added in position order (four positions per pass over out, the
+// same additions in the same order as one at a time, so the result does not depend on the blocking).
+void weighted_sum(const float* __restrict s, const float* __restrict v, int n, int hd, float* __restrict out) {
+  std::fill(out, out + hd, 0.0f);
+  int p = 0;
+  for (; p + 4 <= n; p += 4) {
+    const float s0 = s[p], s1 = s[p + 1], s2 = s[p + 2], s3 = s[p + 3];
+    const float* __restrict v0 = v + static_cast<std::int64_t>(p) * hd;
+    const float* __restrict v1 = v0 + hd;
+    const float* __restrict v2 = v1 + hd;
+    const float* __restrict v3 = v2 + hd;
+    for (int e = 0; e < hd; ++e) {
+      float acc = out[e];
+      acc += s0 * v0[e];
+      acc += s1 * v1[e];
+      acc += s2 * v2[e];
+      acc += s3 * v3[e];
+      out[e] = acc;
+    }
+  }
+  for (; p < n; ++p) {
+    const float sp = s[p];
+    const float* __restrict vp = v + static_cast<std::int64_t>(p) * hd;
+    for (int e = 0; e < hd; ++e) out[e] += sp * vp[e];
   }
 }
 
@@ -145,22 +206,17 @@ void run_task(const AttentionArgs& a, const AttentionTask& t, std::vector<float>
   keys.resize(static_cast<std::size_t>(ctx) * hd);
   vals.resize(static_cast<std::size_t>(ctx) * hd);
   scores.resize(ctx);
-  gather(a, false, table, ctx, t.kvh, keys.data());
-  gather(a, true, table, ctx, t.kvh, vals.data());
+  gather(a, false, table, ctx, t.kvh, keys.data(), true);
+  gather(a, true, table, ctx, t.kvh, vals.data(), false);
   for (int r = t.r0; r < t.r1; ++r) {
     const int visible = a.row_ctx[r];
     for (int g = 0; g < group; ++g) {
       const std::int64_t head = static_cast<std::int64_t>(t.kvh) * group + g;
       const float* q = a.q + (static_cast<std::int64_t>(r) * a.num_heads + head) * hd;
       float* out = a.out + (static_cast<std::int64_t>(r) * a.num_heads + head) * hd;
-      for (int p = 0; p < visible; ++p) scores[p] = ops::dot_f32(q, keys.data() + static_cast<std::int64_t>(p) * hd, hd) * a.scale;
+      scores_of(q, keys.data(), ctx, visible, hd, a.scale, scores.data());
       ops::softmax(scores.data(), visible);
-      std::fill(out, out + hd, 0.0f);
-      for (int p = 0; p < visible; ++p) {
-        const float sp = scores[p];
-        const float* vp = vals.data() + static_cast<std::int64_t>(p) * hd;
-        for (int d = 0; d < hd; ++d) out[d] += sp * vp[d];
-      }
+      weighted_sum(scores.data(), vals.data(), visible, hd, out);
     }
   }
 }
