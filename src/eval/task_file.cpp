@@ -46,6 +46,7 @@ TaskItem parse_item(const nlohmann::json& j, const std::string& where) {
     for (const auto& c : string_list(j, "choices", where)) {
       item.contexts.push_back(query);
       item.continuations.push_back(" " + c);
+      item.choices.push_back(c);
     }
     item.gold = gold_field(j, item.continuations.size(), where);
   } else if (j.contains("context_options")) {
@@ -53,11 +54,13 @@ TaskItem parse_item(const nlohmann::json& j, const std::string& where) {
     for (const auto& c : string_list(j, "context_options", where)) {
       item.contexts.push_back(c);
       item.continuations.push_back(" " + cont);
+      item.choices.push_back(c);
     }
     item.gold = gold_field(j, item.contexts.size(), where);
   } else if (j.contains("context")) {
     item.contexts.push_back(string_field(j, "context", where));
     item.continuations.push_back(" " + string_field(j, "continuation", where));
+    item.choices.push_back(item.continuations.back().substr(1));
     item.completion = true;
   } else {
     throw UsageError(fmt::format("{}: expected the fields query/choices/gold, context_options/continuation/gold or context/continuation", where));
@@ -81,7 +84,7 @@ TaskFile load_task_file(const std::string& path) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number like 1e99999
       throw UsageError(fmt::format("{}: not valid JSON ({})", where, e.what()));
     }
     t.items.push_back(parse_item(j, where));

@@ -99,7 +99,22 @@ int best_of(const std::vector<double>& scores) {
   return static_cast<int>(std::max_element(scores.begin(), scores.end()) - scores.begin());  // first of equals, as numpy.argmax
 }
 
+// Python's len(str): UTF-8 lead bytes, continuation bytes (10xxxxxx) not counted.
+std::size_t code_points(const std::string& s) {
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
 }  // namespace
+
+ChoicePicks pick_choice(const std::vector<double>& logliks, const std::vector<std::string>& choices) {
+  std::vector<double> by_chars, by_bytes;
+  for (std::size_t c = 0; c < logliks.size(); ++c) {
+    // An empty choice divides by zero in numpy too (-inf or nan); keep the order defined instead.
+    by_chars.push_back(logliks[c] / static_cast<double>(std::max<std::size_t>(1, code_points(choices[c]))));
+    by_bytes.push_back(logliks[c] / static_cast<double>(std::max<std::size_t>(1, choices[c].size())));
+  }
+  return {best_of(logliks), best_of(by_chars), best_of(by_bytes)};
+}
 
 TaskResult run_task(engine::Engine& engine, const tok::Tokenizer& tok, const TaskFile& task, std::int64_t limit,
                     const std::function<void(std::int64_t, std::int64_t)>& on_item) {
@@ -129,7 +144,7 @@ TaskResult run_task(engine::Engine& engine, const tok::Tokenizer& tok, const Tas
   r.items = n;
   r.total_items = total;
   r.completion = !task.items.empty() && task.items.front().completion;
-  double correct = 0, correct_norm = 0, loglik = 0, chance = 0;
+  double correct = 0, correct_norm = 0, correct_bytes = 0, loglik = 0, chance = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const TaskItem& item = task.items[static_cast<std::size_t>(i)];
     const auto scored = score_item(engine, all[static_cast<std::size_t>(i)], kv);
@@ -137,13 +152,12 @@ TaskResult run_task(engine::Engine& engine, const tok::Tokenizer& tok, const Tas
       correct += scored[0].greedy;
       loglik += scored[0].loglik;
     } else {
-      std::vector<double> ll, norm;
-      for (std::size_t c = 0; c < scored.size(); ++c) {
-        ll.push_back(scored[c].loglik);
-        norm.push_back(scored[c].loglik / static_cast<double>(item.continuations[c].size()));
-      }
-      correct += best_of(ll) == item.gold;
-      correct_norm += best_of(norm) == item.gold;
+      std::vector<double> ll;
+      for (const Scored& s : scored) ll.push_back(s.loglik);
+      const ChoicePicks pick = pick_choice(ll, item.choices);
+      correct += pick.acc == item.gold;
+      correct_norm += pick.acc_norm == item.gold;
+      correct_bytes += pick.acc_bytes == item.gold;
       chance += 1.0 / static_cast<double>(scored.size());
     }
     if (on_item) on_item(i + 1, n);
@@ -156,6 +170,8 @@ TaskResult run_task(engine::Engine& engine, const tok::Tokenizer& tok, const Tas
   } else {
     r.acc_norm = correct_norm / dn;
     r.acc_norm_stderr = binomial_stderr(*r.acc_norm, n);
+    r.acc_bytes = correct_bytes / dn;
+    r.acc_bytes_stderr = binomial_stderr(*r.acc_bytes, n);
     r.chance = chance / dn;
   }
   return r;

@@ -207,6 +207,7 @@ nlohmann::json report_json(const eval::EvalResult& r, const ReportContext& ctx) 
     for (const auto& t : m.tasks) {
       nlohmann::json tj = {{"path", t.path}, {"items", t.items}, {"total_items", t.total_items}, {"acc", t.acc}, {"acc_stderr", t.acc_stderr}};
       if (t.acc_norm) tj["acc_norm"] = *t.acc_norm, tj["acc_norm_stderr"] = *t.acc_norm_stderr, tj["chance"] = t.chance;
+      if (t.acc_bytes) tj["acc_bytes"] = *t.acc_bytes, tj["acc_bytes_stderr"] = *t.acc_bytes_stderr;
       if (t.mean_loglik) tj["mean_loglik"] = *t.mean_loglik;
       j["tasks"][t.name] = tj;
     }

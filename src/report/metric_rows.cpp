@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 namespace mo::report {
 namespace {
 
@@ -60,11 +62,14 @@ std::vector<MetricRow> metric_rows(const eval::EvalResult& r) {
     acc.base_err = base ? std::optional(task_of(*base).acc_stderr) : std::nullopt;
     acc.model_err = task.acc_stderr;
     add(acc, [&](const eval::ModelEval& m) -> std::optional<double> { return task_of(m).acc; });
-    if (task.acc_norm) {
-      MetricRow norm = row(task.name + ".acc_norm", fmt::format("{} acc_norm (%, {})", task.name, n), Better::higher, DeltaKind::points, 2, 100);
-      norm.base_err = base ? task_of(*base).acc_norm_stderr : std::nullopt;
-      norm.model_err = task.acc_norm_stderr;
-      add(norm, [&](const eval::ModelEval& m) -> std::optional<double> { return task_of(m).acc_norm; });
+    using Field = std::optional<double> eval::TaskResult::*;
+    for (const auto& [metric, value, err] : {std::tuple<const char*, Field, Field>{"acc_norm", &eval::TaskResult::acc_norm, &eval::TaskResult::acc_norm_stderr},
+                                             {"acc_bytes", &eval::TaskResult::acc_bytes, &eval::TaskResult::acc_bytes_stderr}}) {
+      if (!(task.*value)) continue;
+      MetricRow m = row(task.name + "." + metric, fmt::format("{} {} (%, {})", task.name, metric, n), Better::higher, DeltaKind::points, 2, 100);
+      m.base_err = base ? task_of(*base).*err : std::nullopt;
+      m.model_err = task.*err;
+      add(m, [&, value = value](const eval::ModelEval& e) -> std::optional<double> { return task_of(e).*value; });
     }
     if (task.mean_loglik)
       add(row(task.name + ".mean_loglik", fmt::format("{} mean log-likelihood of the continuation (nats)", task.name), Better::higher,

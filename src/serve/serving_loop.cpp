@@ -60,6 +60,7 @@ struct ServingLoop::Seq {
   std::vector<std::optional<TokenLogprob>> prompt_logprobs;
   bool prompt_logprobs_sent = false;
   bool stopped_by_string = false;  // the stop checker has ended the text: nothing is left to flush
+  bool stopped_by_token = false;   // EOS or a stop_token_ids token ended it: counted, in the logprobs, not in the text
   Clock::time_point arrival, last_token;
 };
 
@@ -133,7 +134,9 @@ void ServingLoop::run() {
   }
   std::vector<Seq*> left;
   for (auto& [id, s] : seqs_) left.push_back(s.get());
-  for (Seq* s : left) fail(*s, kShuttingDown, 503);
+  // Admitted sequences end as vLLM ends an aborted request: finish_reason "abort", so that a stream still
+  // gets its last chunk and [DONE], and a whole answer what was generated.
+  for (Seq* s : left) finish(*s, "abort");
   std::lock_guard lock(mu_);
   for (auto& s : incoming_) {
     ChoiceEvent e = error_event(s->spec.choice, kShuttingDown);
@@ -235,6 +238,11 @@ void ServingLoop::handle_output(Seq& s, std::span<const float> row) {
   }
   s.last_token = now;
   if (engine::is_stop_token(t.id, s.spec.params, opt_.eos_ids)) {
+    // As vLLM: the stop token keeps its logprob entry (lm-eval's echo scoring drops the last entry), never its text.
+    ChoiceEvent ev = event(s.spec.choice);
+    ev.tokens.push_back({t.id, t.logprob, t.top_logprobs});
+    s.out->push(std::move(ev));
+    s.stopped_by_token = true;
     finish(s, "stop");
     return;
   }
@@ -266,7 +274,7 @@ void ServingLoop::finish(Seq& s, const std::string& reason) {
     ev.text = r.emit + (r.stopped ? "" : s.stops.flush());
   }
   ev.prompt_tokens = static_cast<int>(s.spec.prompt.size());
-  ev.completion_tokens = static_cast<int>(s.output.size());
+  ev.completion_tokens = static_cast<int>(s.output.size()) + (s.stopped_by_token ? 1 : 0);
   {
     std::lock_guard lock(mu_);
     metrics_.prompt_tokens_total += ev.prompt_tokens;

@@ -166,6 +166,41 @@ def check_logprobs(client, model):
     assert c2.choices[0].logprobs.token_logprobs == lp.token_logprobs
 
 
+def check_eos_logprob(client, model):
+    """lm-evaluation-harness's log-likelihood request (echo, logprobs 1, max_tokens 1) takes token_logprobs[ctxlen:-1]:
+    when the generated token is EOS it must still be the last entry (as vLLM), while the text leaves it out."""
+    first = client.completions.create(model=model, prompt="The capital of France is", max_tokens=100, temperature=0, logprobs=1)
+    assert first.choices[0].finish_reason == "stop" and first.choices[0].logprobs.tokens[-1] == "<|im_end|>", first
+    assert first.usage.completion_tokens == len(first.choices[0].logprobs.tokens)
+    prompt = "The capital of France is" + first.choices[0].text  # its greedy next token is EOS
+    c = client.completions.create(model=model, prompt=prompt, max_tokens=1, temperature=0, echo=True, logprobs=1)
+    ch, lp = c.choices[0], c.choices[0].logprobs
+    assert ch.finish_reason == "stop" and ch.text == prompt, ch
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == c.usage.prompt_tokens + 1, (len(lp.tokens), c.usage)
+    assert lp.tokens[-1] == "<|im_end|>" and lp.token_logprobs[-1] < 0 and "<|im_end|>" in lp.top_logprobs[-1], lp.tokens[-3:]
+    # The same entry when it is scored as part of the prompt.
+    scored = client.completions.create(model=model, prompt=prompt + "<|im_end|>", max_tokens=0, echo=True, logprobs=1)
+    if scored.usage.prompt_tokens == c.usage.prompt_tokens + 1:  # "<|im_end|>" parsed as the special token
+        assert abs(scored.choices[0].logprobs.token_logprobs[-1] - lp.token_logprobs[-1]) < 1e-3
+    # Streaming: the EOS entry comes in a chunk's logprobs with no text.
+    tokens, logprobs, text, finish = [], [], "", None
+    for chunk in client.completions.create(model=model, prompt=prompt, max_tokens=1, temperature=0, logprobs=1, stream=True):
+        for part in chunk.choices:
+            text += part.text
+            finish = part.finish_reason or finish
+            if part.logprobs:
+                tokens += part.logprobs.tokens
+                logprobs += part.logprobs.token_logprobs
+    assert text == "" and finish == "stop" and tokens == ["<|im_end|>"], (text, finish, tokens)
+    assert abs(logprobs[0] - lp.token_logprobs[-1]) < 1e-4
+    # Chat: the message leaves EOS out, its logprobs keep it.
+    chat = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Say hi."}], max_tokens=64, temperature=0,
+                                          logprobs=True)
+    assert chat.choices[0].finish_reason == "stop" and "<|im_end|>" not in chat.choices[0].message.content
+    assert chat.choices[0].logprobs.content[-1].token == "<|im_end|>" and len(chat.choices[0].logprobs.content) == chat.usage.completion_tokens
+    print("  EOS keeps its logprob entry (completions, echo, streaming, chat): ok")
+
+
 def check_stop_n_seed(client, model):
     base = client.completions.create(model=model, prompt="Once upon a time", max_tokens=30, temperature=0).choices[0].text
     words = base.split()
@@ -323,6 +358,8 @@ def run(model_path, smollm=False):
     try:
         check_basics(client, model)
         check_logprobs(client, model)
+        if smollm:
+            check_eos_logprob(client, model)
         check_stop_n_seed(client, model)
         check_same_as_generate(client, model_path, model)
         check_concurrent_streams(server, client, model, max_tokens=24 if smollm else 48)

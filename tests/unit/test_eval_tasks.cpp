@@ -44,6 +44,7 @@ TEST(EvalTaskFile, ErrorsNameTheLineAndTheField) {
             ":1: expected the fields query/choices/gold, context_options/continuation/gold or context/continuation");
   EXPECT_EQ(error_of("\n\n"), ": no items");
   EXPECT_NE(error_of("{not json\n").find(":1: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of("{\"query\": \"q\", \"choices\": [\"a\"], \"gold\": 1e99999}\n").find(":1: not valid JSON"), std::string::npos);
 }
 
 TEST(EvalTaskFile, ReadsTheThreeLayouts) {
@@ -63,6 +64,40 @@ TEST(EvalTaskFile, ReadsTheThreeLayouts) {
 TEST(EvalTaskFile, StandardErrorIsTheSampleOne) {
   EXPECT_NEAR(mo::eval::binomial_stderr(0.5, 101), 0.05, 1e-12);
   EXPECT_EQ(mo::eval::binomial_stderr(1.0, 10), 0.0);
+}
+
+// lm-evaluation-harness 0.4.13's rules on hand-made log-likelihoods: acc_norm divides by the choice's characters
+// without the " " delimiter, acc_bytes by its UTF-8 bytes. Each item is built so that a wrong rule picks otherwise.
+TEST(EvalTaskScoring, PicksFollowLmEvalRules) {
+  struct Item {
+    std::vector<double> ll;
+    std::vector<std::string> choices;
+    int gold;
+  };
+  const std::vector<Item> fixture = {
+      // per character -1.5 vs -1.4 picks "abc"; counting the delimiter (-1.0 vs -1.05) would pick "ab".
+      {{-3.0, -4.2}, {"ab", "abc"}, 1},
+      // "\xc3\xa9t\xc3\xa9" is 3 characters, 5 bytes: per character -1.1 vs -1.0 picks "abcd", per byte -0.66 vs -1.0 not.
+      {{-3.3, -4.0}, {"\xc3\xa9t\xc3\xa9", "abcd"}, 0},
+      // equal scores go to the first choice, as numpy.argmax.
+      {{-2.0, -2.0, -5.0}, {"xy", "zw", "q"}, 0},
+      // the raw log-likelihood picks the short choice, per character the long one (-1.0 vs -1.5).
+      {{-6.0, -4.5}, {"longer", "abc"}, 0},
+  };
+  const std::vector<mo::eval::ChoicePicks> expected = {{0, 1, 1}, {0, 1, 0}, {0, 0, 0}, {1, 0, 0}};
+  double acc = 0, acc_norm = 0, acc_bytes = 0;
+  for (std::size_t i = 0; i < fixture.size(); ++i) {
+    const auto p = mo::eval::pick_choice(fixture[i].ll, fixture[i].choices);
+    EXPECT_EQ(p.acc, expected[i].acc) << i;
+    EXPECT_EQ(p.acc_norm, expected[i].acc_norm) << i;
+    EXPECT_EQ(p.acc_bytes, expected[i].acc_bytes) << i;
+    acc += p.acc == fixture[i].gold;
+    acc_norm += p.acc_norm == fixture[i].gold;
+    acc_bytes += p.acc_bytes == fixture[i].gold;
+  }
+  EXPECT_EQ(acc / 4, 0.5);        // items 2 and 3 of 4 (1-based)
+  EXPECT_EQ(acc_norm / 4, 0.75);  // items 1, 3, 4
+  EXPECT_EQ(acc_bytes / 4, 1.0);
 }
 
 // stories260K continues "Once upon a time, there was a little girl named" with "Lily" (its greedy output).

@@ -116,12 +116,17 @@ TEST_F(ServeLoop, StopStringAcrossTokensEndsTheTextBeforeIt) {
   EXPECT_EQ(a.finish[0], "stop");
 }
 
-TEST_F(ServeLoop, EosEndsTheOutputAndIsNotPartOfIt) {
+// As vLLM: EOS ends the output and stays out of the text, but is a generated token with its logprob
+// (lm-evaluation-harness drops the last logprob entry of an echoed request, taking it for the generated one).
+TEST_F(ServeLoop, EosEndsTheTextButKeepsItsLogprob) {
   ServingLoop loop(fake_forward, tok, options());
   Answer a = ask(loop, {spec("w", 10)});
   EXPECT_EQ(a.text[0], "xy");
   EXPECT_EQ(a.finish[0], "stop");
-  EXPECT_EQ(a.completion_tokens[0], 2);
+  EXPECT_EQ(a.completion_tokens[0], 3);
+  ASSERT_EQ(a.tokens[0].size(), 3u);
+  EXPECT_EQ(a.tokens[0][2].id, 'z');
+  EXPECT_NEAR(a.tokens[0][2].logprob, 10 - std::log(std::exp(10.0) + 256), 1e-4);  // 256 other tokens at 0
 }
 
 TEST_F(ServeLoop, OutputStopsAtMaxModelLen) {

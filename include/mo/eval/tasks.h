@@ -7,8 +7,7 @@
 //    (Winogrande; the options differ in the context);
 //  - {"context", "continuation"}: no choices; acc = the greedy continuation equals it (LAMBADA), and the
 //    mean log-likelihood of the continuation is reported.
-// acc: the choice with the highest log-likelihood is gold. acc_norm: the same with the log-likelihood
-// divided by the continuation's length in bytes (lm-evaluation-harness's acc_norm).
+// acc, acc_norm and acc_bytes as lm-evaluation-harness 0.4.13 computes them (pick_choice below).
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -23,6 +22,7 @@ namespace mo::eval {
 struct TaskItem {
   std::vector<std::string> contexts;       // one per choice (repeated for query/choices items)
   std::vector<std::string> continuations;  // one per choice
+  std::vector<std::string> choices;        // what lm-eval's doc_to_choice gives: the choice, or the context option
   int gold = 0;                            // index of the right choice
   bool completion = false;                 // a context/continuation item (one "choice", greedy match)
 };
@@ -43,10 +43,20 @@ struct TaskResult {
   std::int64_t items = 0;       // items scored (after --limit)
   std::int64_t total_items = 0; // items in the file
   double acc = 0, acc_stderr = 0;
-  std::optional<double> acc_norm, acc_norm_stderr;  // multiple choice only
+  std::optional<double> acc_norm, acc_norm_stderr;    // multiple choice only
+  std::optional<double> acc_bytes, acc_bytes_stderr;  // multiple choice only
   std::optional<double> mean_loglik;                // completion only: mean log-likelihood of the continuation (nats)
   double chance = 0;            // expected acc of uniform guessing (mean of 1/choices); 0 for completion tasks
 };
+
+// The choice each metric picks from one item's log-likelihoods (lm-evaluation-harness 0.4.13,
+// MultipleChoiceTask.process_results): acc by the log-likelihood; acc_norm by it divided by len(choice) in
+// characters (Unicode code points, the " " delimiter not counted); acc_bytes by it divided by the choice's
+// UTF-8 bytes. Ties go to the first choice, as numpy.argmax.
+struct ChoicePicks {
+  int acc = 0, acc_norm = 0, acc_bytes = 0;
+};
+ChoicePicks pick_choice(const std::vector<double>& logliks, const std::vector<std::string>& choices);
 
 // Scores the first `limit` items (0 = all). `on_item(done, total)` after each item.
 TaskResult run_task(engine::Engine& engine, const tok::Tokenizer& tok, const TaskFile& task, std::int64_t limit,
