@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian packages and PyPI. Safe to run again.
+# Arguments are more Debian packages to install with them (scripts/sanitize.sh adds clang).
 set -euo pipefail
 
 debs=(
@@ -8,6 +9,7 @@ debs=(
   libgtest-dev libgmock-dev
   libcpp-httplib-dev libopenblas-dev liblapacke-dev libeigen3-dev libpcre2-dev
   python3 python3-pip python3-venv
+  "$@"
 )
 
 missing=()

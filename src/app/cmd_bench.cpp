@@ -163,13 +163,15 @@ class BenchCommand : public Command {
     if (!result.calibration.measured) log::warn("bench: prompt lengths {}", result.calibration.note);
     const nlohmann::json results = bench::results_json(result, ctx);
 
-    if (cfg_.json) std::cout << without_samples(results).dump(2) << "\n";
+    // Error texts quote what servers sent, which may not be UTF-8: replaced, so the results are always written.
+    constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+    if (cfg_.json) std::cout << without_samples(results).dump(2, ' ', false, kReplace) << "\n";
     else std::cout << bench::terminal_table(results);
     if (!cfg_.out.empty()) {
       const std::filesystem::path out = cfg_.out;
       const std::filesystem::path md = std::filesystem::path(out).replace_extension(".md");
       const std::filesystem::path svg = std::filesystem::path(out).replace_extension(".svg");
-      write_atomically(out, results.dump(1) + "\n");
+      write_atomically(out, results.dump(1, ' ', false, kReplace) + "\n");
       write_atomically(svg, bench::svg_plot(results));
       write_atomically(md, bench::markdown_report(results, svg.filename().string()));
       if (!cfg_.json) std::cout << fmt::format("wrote {}, {}, {}\n", out.string(), md.string(), svg.string());

@@ -69,6 +69,7 @@ class GenerateCommand : public Command {
     std::vector<std::int32_t> prompt;
     if (cfg_.chat) {
       tok::ModelChatTemplate t = tok::chat_template_of_model(files.gguf(), files.path());
+      tok::check_chat_template(t.tmpl, files.path());
       std::vector<tok::ChatMessage> msgs;
       if (!cfg_.system.empty()) msgs.push_back({"system", cfg_.system});
       msgs.push_back({"user", cfg_.prompt});

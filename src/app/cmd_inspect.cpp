@@ -61,7 +61,9 @@ class InspectCommand : public Command {
     nlohmann::json d = inspect::describe(m);
     if (cfg_.json) std::cout << d.dump(2) << "\n";
     else std::cout << inspect::format_text(d);
-    return 0;
+    if (d["load_error"].is_null()) return 0;
+    std::cerr << "error: " << d["load_error"].get<std::string>() << "\n";
+    return kExitRuntime;
   }
 
  private:

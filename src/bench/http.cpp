@@ -101,12 +101,13 @@ struct Head {
   long long content_length = -1;
 };
 
-bool parse_head(const std::string& head, Head& h) {
+// "" when the head is well formed, else what is wrong with it.
+std::string parse_head(const std::string& head, Head& h) {
   const auto eol = head.find("\r\n");
   const std::string status_line = head.substr(0, eol);
-  if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12) return false;
+  if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12) return "malformed HTTP status line";
   h.status = std::atoi(status_line.c_str() + 9);
-  if (h.status < 100 || h.status > 599) return false;
+  if (h.status < 100 || h.status > 599) return "malformed HTTP status line";
   std::size_t pos = eol == std::string::npos ? head.size() : eol + 2;
   while (pos < head.size()) {
     auto next = head.find("\r\n", pos);
@@ -120,9 +121,17 @@ bool parse_head(const std::string& head, Head& h) {
     value.erase(0, value.find_first_not_of(" \t"));
     if (name == "content-type") h.content_type = value;
     else if (name == "transfer-encoding" && to_lower(value).find("chunked") != std::string::npos) h.chunked = true;
-    else if (name == "content-length") h.content_length = std::atoll(value.c_str());
+    else if (name == "content-length") {
+      value.erase(value.find_last_not_of(" \t") + 1);
+      // Digits only (no sign), and one value: "-5" or two different lengths are a broken or hostile server.
+      if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
+        return "malformed Content-Length '" + value.substr(0, 40) + "'";
+      const long long n = std::atoll(value.c_str());
+      if (h.content_length >= 0 && h.content_length != n) return "conflicting Content-Length headers";
+      h.content_length = n;
+    }
   }
-  return true;
+  return "";
 }
 
 int connect_to(const Url& url, Clock::time_point deadline, double timeout_s, const std::atomic<bool>* cancel, std::string& error) {
@@ -262,8 +271,8 @@ HttpResult http_send(const Url& url, const HttpRequest& req, const BodySink& on_
         }
         continue;
       }
-      if (!parse_head(raw.substr(0, end), head)) {
-        r.error = "malformed HTTP status line";
+      if (const std::string bad = parse_head(raw.substr(0, end), head); !bad.empty()) {
+        r.error = bad;
         return r;
       }
       have_head = true;

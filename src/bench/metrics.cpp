@@ -59,7 +59,7 @@ bool Slo::met_by(const RequestSample& s) const {
     if (key == "ttft" && (s.ttft_ms < 0 || s.ttft_ms > limit)) return false;
     if (key == "tpot" && s.tpot_ms > limit) return false;
     if (key == "e2e" && s.e2e_ms > limit) return false;
-    if (key == "itl" && std::any_of(s.itl_ms.begin(), s.itl_ms.end(), [&](double x) { return x > limit; })) return false;
+    if (key == "itl" && std::any_of(s.itl_ms.begin(), s.itl_ms.end(), [lim = limit](double x) { return x > lim; })) return false;
   }
   return true;
 }

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 #include <nlohmann/json.hpp>
+
+#include "mo/tokenizer/utf8.h"
 
 namespace mo::bench {
 namespace {
@@ -30,10 +33,11 @@ std::string error_message(const nlohmann::json& j) {
   return e.dump();
 }
 
+// For messages quoting what a server sent: one line, at most n bytes, valid UTF-8 (bad bytes become U+FFFD).
 std::string clip(std::string s, std::size_t n) {
   for (char& c : s)
     if (c == '\n' || c == '\r') c = ' ';
-  return s.size() > n ? s.substr(0, n) + "..." : s;
+  return tok::utf8_sanitize(s.size() > n ? s.substr(0, n) + "..." : s);
 }
 
 }  // namespace
@@ -134,8 +138,8 @@ void StreamAccounting::on_event(const std::string& data, Clock::time_point t) {
     }
   }
   if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
-    const auto& fr = j["choices"][0]["finish_reason"];
-    if (fr.is_string()) finish_reason_seen_ = true;
+    const auto& c = std::as_const(j)["choices"][0];  // may be any JSON value: a hostile server's choice
+    if (c.is_object() && c.contains("finish_reason") && c["finish_reason"].is_string()) finish_reason_seen_ = true;
   }
   const std::string text = chunk_text(j);
   if (!text.empty()) chunks_.push_back({t, text.size(), cumulative});
@@ -157,6 +161,10 @@ void StreamAccounting::finish(RequestSample& s, Clock::time_point end, long long
   }
   if (!done_ && !finish_reason_seen_) {
     s.error = "stream ended early (no finish_reason, no [DONE])";
+    return;
+  }
+  if (chunks_.empty() && completion_tokens_ <= 0) {
+    s.error = done_ ? "no tokens: the stream held only [DONE]" : "no tokens: the stream finished without any text";
     return;
   }
   s.ok = true;
@@ -210,10 +218,13 @@ RequestSample run_request(const EndpointOptions& ep, const PromptSpec& p, Clock:
   StreamAccounting acct(sent);
   std::string raw;  // the body as received, for error messages and non-streamed answers
   Clock::time_point last = sent;
+  std::size_t received = 0;
   const HttpResult r = http_send(
       ep.url, req,
       [&](std::string_view piece) {
         last = Clock::now();
+        received += piece.size();
+        if (received > kMaxResponseBytes) return false;  // a runaway server: stop reading, fail this request
         if (raw.size() < 4096 || !ep.stream) raw.append(piece);
         if (ep.stream) acct.feed(piece, last);
         return true;
@@ -222,7 +233,7 @@ RequestSample run_request(const EndpointOptions& ep, const PromptSpec& p, Clock:
   const Clock::time_point end = r.ok ? last : Clock::now();
   s.e2e_ms = ms_between(sent, end);
   if (!r.ok) {
-    s.error = r.error;
+    s.error = received > kMaxResponseBytes ? fmt::format("response body over {} MiB", kMaxResponseBytes >> 20) : r.error;
     return s;
   }
   if (r.status != 200) {

@@ -60,7 +60,9 @@ void bind(Schema& s, ServeConfig& c) {
   s.add("threads", &c.threads, "CPU threads; 0 = all cores").range(0, 1024);
   s.add("api_key", &c.api_key, "bearer token clients must send; empty = none");
   s.add("request_timeout", &c.request_timeout, "seconds before a request is aborted").range(1, 86400);
-  s.add("max_queue_len", &c.max_queue_len, "waiting requests before new ones get 503").range(1, 1 << 20);
+  s.add("max_queue_len", &c.max_queue_len, "waiting requests before new ones get 429").range(1, 1 << 20);
+  s.add("max_connections", &c.max_connections, "client connections served at once, each on its own thread (more wait)").range(4, 1 << 16);
+  s.add("read_timeout", &c.read_timeout, "seconds a client has to send a request's headers, and again its body; then it is disconnected").range(1, 3600);
   s.add("device", &c.device, "compute device").one_of(kDevices);
   s.add("shutdown_timeout", &c.shutdown_timeout, "seconds in-flight requests get to finish after SIGINT/SIGTERM").range(0, 3600);
   s.add("default_max_tokens", &c.default_max_tokens, "output tokens when a request sets no max_tokens; 0 = up to max_model_len (completions: 16)").range(0, 1 << 24);

@@ -6,10 +6,13 @@
 
 #include <cerrno>
 #include <csignal>
-#include <mutex>
-#include <vector>
-
 #include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
 
 #include "mo/core/error.h"
 #include "mo/io/gguf.h"
@@ -32,42 +35,102 @@ bool within(const fs::path& inner, const fs::path& outer) {
 std::mutex g_temps_mu;
 std::vector<std::string> g_temps;
 
-void remove_temps_and_exit(int sig) {
-  // Not async-signal-safe in theory; in practice the process is about to end and the worst case is a
-  // left-over directory, which the next run's stale-temp sweep removes.
-  std::error_code ec;
-  for (const auto& t : g_temps) fs::remove_all(t, ec);
+// The handler only writes a byte to a pipe (async-signal-safe): removing directories allocates, and
+// allocating in a handler deadlocks when the signal lands while a worker thread holds malloc's lock.
+int g_signal_pipe[2] = {-1, -1};
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  g_signal = sig;
+  const char byte = 1;
+  [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &byte, 1);
+}
+
+// Waits for the handler's byte on a thread of its own, removes the temporaries, then dies of the signal.
+void remove_temps_on_signal() {
+  char byte = 0;
+  while (::read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  const int sig = g_signal;
+  {
+    std::lock_guard<std::mutex> lock(g_temps_mu);
+    std::error_code ec;
+    // Again when a worker still writing created a file in between.
+    for (int attempt = 0; attempt < 3; ++attempt)
+      for (const auto& t : g_temps) fs::remove_all(t, ec);
+  }
   std::signal(sig, SIG_DFL);
-  std::raise(sig);
+  ::kill(::getpid(), sig);
+  ::_exit(128 + sig);
+}
+
+void install_stop_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (::pipe(g_signal_pipe) != 0) return;  // no handler: an interrupted run leaves its temporary to the next sweep
+    std::thread(remove_temps_on_signal).detach();
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+  });
 }
 
 void track_temp(const std::string& path, bool add) {
+  if (add) install_stop_handler();
   std::lock_guard<std::mutex> lock(g_temps_mu);
-  if (add) {
-    g_temps.push_back(path);
-    std::signal(SIGINT, remove_temps_and_exit);
-    std::signal(SIGTERM, remove_temps_and_exit);
-  } else {
-    std::erase(g_temps, path);
-  }
+  if (add) g_temps.push_back(path);
+  else std::erase(g_temps, path);
 }
 
-// `<final>.tmp-<pid>` left by a process that no longer runs (killed with SIGKILL, power loss).
-void remove_stale_temps(const std::string& final_path) {
+std::string random_token() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+std::string marker_text(long pid, const std::string& token) { return fmt::format("model-optimizer temporary output\npid {}\ntoken {}\n", pid, token); }
+
+// The pid a temporary directory's marker names, when the marker is there and well formed.
+std::optional<long> marker_pid(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path m = dir / kTempMarker;
+  if (!fs::is_regular_file(fs::symlink_status(m, ec)) || fs::file_size(m, ec) > 256) return std::nullopt;
+  std::ifstream in(m);
+  std::string head, pid_key, token_key, token;
+  long pid = 0;
+  if (!std::getline(in, head) || head != "model-optimizer temporary output") return std::nullopt;
+  if (!(in >> pid_key >> pid >> token_key >> token) || pid_key != "pid" || token_key != "token" || token.size() != 16 ||
+      token.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return std::nullopt;
+  return pid;
+}
+
+bool process_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+}  // namespace
+
+int remove_stale_temps(const std::string& final_path, const std::string& keep) {
   const fs::path f(final_path);
   const fs::path dir = f.parent_path().empty() ? fs::path(".") : f.parent_path();
   const std::string prefix = f.filename().string() + ".tmp-";
   std::error_code ec;
+  const fs::path kept = keep.empty() ? fs::path() : fs::weakly_canonical(keep, ec);
+  int removed = 0;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind(prefix, 0) != 0) continue;
     const std::string pid = name.substr(prefix.size());
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (!fs::is_directory(fs::symlink_status(e.path(), ec))) continue;  // ours are real directories
+    const auto owner = marker_pid(e.path());
+    if (!owner || *owner != std::stol(pid) || !process_gone(*owner)) continue;
+    if (!kept.empty() && within(kept, fs::weakly_canonical(e.path(), ec))) continue;  // never the input model
+    fs::remove_all(e.path(), ec);
+    removed += !ec;
   }
+  return removed;
 }
-
-}  // namespace
 
 bool is_our_output(const std::string& path) {
   std::error_code ec;
@@ -97,36 +160,46 @@ void check_output_path(const std::string& input, const std::string& output, bool
     throw UsageError(fmt::format("{}: '{}' exists and was not written by model-optimizer; --force only replaces our own outputs", key, output));
 }
 
-StagedOutput::StagedOutput(std::string final_path) : final_(std::move(final_path)) {
-  temp_ = final_ + ".tmp-" + std::to_string(::getpid());
-  remove_stale_temps(final_);
+StagedOutput::StagedOutput(std::string final_path, std::string keep) : final_(std::move(final_path)), token_(random_token()) {
+  dir_ = final_ + ".tmp-" + std::to_string(::getpid());
+  remove_stale_temps(final_, keep);
   std::error_code ec;
-  fs::remove_all(temp_, ec);
-  track_temp(temp_, true);
+  if (fs::exists(fs::symlink_status(dir_, ec))) {
+    // Only a directory an earlier process with our pid left (its marker says so) may go.
+    if (marker_pid(dir_) != std::optional<long>(::getpid()))
+      throw Error(fmt::format("{}: exists and is not a model-optimizer temporary; move it away", dir_));
+    fs::remove_all(dir_, ec);
+  }
+  track_temp(dir_, true);  // before it exists, so that a signal from here on removes it
+  if (!fs::create_directory(dir_, ec) || ec) {
+    track_temp(dir_, false);
+    throw Error(fmt::format("{}: cannot create the temporary directory: {}", dir_, ec.message()));
+  }
+  std::ofstream(fs::path(dir_) / kTempMarker) << marker_text(::getpid(), token_);
+  payload_ = (fs::path(dir_) / fs::path(final_).filename()).string();
 }
 
 StagedOutput::~StagedOutput() {
-  track_temp(temp_, false);
-  if (committed_) return;
+  track_temp(dir_, false);
   std::error_code ec;
-  fs::remove_all(temp_, ec);
+  fs::remove_all(dir_, ec);  // created by this object: after commit only the marker is left
 }
 
 void StagedOutput::commit() {
   std::error_code ec;
-  const std::string old = final_ + ".old-" + std::to_string(::getpid());
+  const std::string old = final_ + ".old-" + std::to_string(::getpid()) + "-" + token_;
   bool replaced = false;
-  if (fs::exists(final_, ec)) {
+  if (fs::exists(fs::symlink_status(final_, ec))) {
+    if (fs::exists(fs::symlink_status(old, ec))) throw Error(fmt::format("{}: exists; move it away", old));
     fs::rename(final_, old, ec);
     if (ec) throw Error(fmt::format("{}: cannot move the earlier output aside: {}", final_, ec.message()));
     replaced = true;
   }
-  fs::rename(temp_, final_, ec);
+  fs::rename(payload_, final_, ec);
   if (ec) {
     if (replaced) fs::rename(old, final_, ec);
     throw Error(fmt::format("{}: cannot move the finished output into place: {}", final_, ec.message()));
   }
-  committed_ = true;
   if (replaced) fs::remove_all(old, ec);
 }
 

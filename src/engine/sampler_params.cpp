@@ -24,8 +24,8 @@ void SamplingParams::validate() const {
   if (top_k < -1)
     throw UsageError(fmt::format("top_k: expected -1 or 0 (all tokens) or an integer >= 1, got {}", top_k));
   check_range("min_p", min_p, 0.0, false, 1.0, "[0, 1]");
-  if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0.0))
-    throw UsageError(fmt::format("repetition_penalty: expected a finite number > 0, got {}", repetition_penalty));
+  // Bounded so that logits divided or multiplied by it stay finite (1e-45 made every logit inf).
+  check_range("repetition_penalty", repetition_penalty, 0.001, false, 1000.0, "[0.001, 1000]");
   check_range("presence_penalty", presence_penalty, -2.0, false, 2.0, "[-2, 2]");
   check_range("frequency_penalty", frequency_penalty, -2.0, false, 2.0, "[-2, 2]");
   if (max_tokens < 1) throw UsageError(fmt::format("max_tokens: expected an integer >= 1, got {}", max_tokens));

@@ -263,9 +263,13 @@ ModelWeights dummy_awq_weights(const model::Hparams& hp, std::int64_t group_size
     p->bits = 4;
     p->group_size = group_size;
     p->groups = cols / group_size;
-    auto& qw = w.owned.emplace_back(static_cast<std::size_t>(cols * rows / 8) * 4);
-    auto& qz = w.owned.emplace_back(static_cast<std::size_t>(p->groups * rows / 8) * 4);
-    auto& sc = w.owned.emplace_back(static_cast<std::size_t>(p->groups * rows) * 2);
+    // References taken after all three: an emplace_back may move the earlier elements (their buffers stay).
+    w.owned.emplace_back(static_cast<std::size_t>(cols * rows / 8) * 4);
+    w.owned.emplace_back(static_cast<std::size_t>(p->groups * rows / 8) * 4);
+    w.owned.emplace_back(static_cast<std::size_t>(p->groups * rows) * 2);
+    auto& qw = w.owned[w.owned.size() - 3];
+    auto& qz = w.owned[w.owned.size() - 2];
+    auto& sc = w.owned[w.owned.size() - 1];
     random_bytes(qw.data(), qw.size(), stream = mix(stream));
     std::fill(qz.begin(), qz.end(), std::uint8_t{0x88});  // every zero = 8, the middle of 0..15
     const std::uint16_t s = f32_to_f16(0.02f / 4.6f);      // codes uniform in 0..15 -> sd about 0.02

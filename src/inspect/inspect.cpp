@@ -8,9 +8,11 @@
 #include "../convert/output_path.h"
 #include "mo/core/error.h"
 #include "mo/core/strings.h"
+#include "mo/engine/weights.h"
 #include "mo/io/gguf.h"
 #include "mo/io/json_file.h"
 #include "mo/quant/hf_quant_config.h"
+#include "mo/tokenizer/chat_template.h"
 #include "mo/tokenizer/tokenizer.h"
 
 namespace mo::inspect {
@@ -79,6 +81,20 @@ nlohmann::json describe(const model::ModelFiles& m) {
   }
   nlohmann::json types = nlohmann::json::array();
   for (const auto& [type, v] : by_type) types.push_back({{"type", type}, {"tensors", v.first}, {"bytes", v.second}});
+  // What generate/serve would refuse (missing or mis-shaped tensors, a tokenizer or chat template that cannot
+  // be used): the first such error, checked in the order they load.
+  std::optional<std::string> problem;
+  auto check = [&](auto&& load) {
+    try {
+      load();
+    } catch (const Error& e) {
+      if (!problem) problem = e.what();
+    }
+  };
+  nlohmann::json tokenizer = nullptr;
+  check([&] { engine::bind_weights(m); });
+  check([&] { tokenizer = tokenizer_summary(m); });
+  check([&] { tok::check_chat_template(tok::chat_template_of_model(m.gguf(), m.path()).tmpl, m.path()); });
   nlohmann::json rope = {{"theta", hp.rope_theta}, {"scaling", hp.rope_scaling.type}};
   if (hp.rope_scaling.type != "none") rope["factor"] = hp.rope_scaling.factor;
   return {
@@ -96,8 +112,9 @@ nlohmann::json describe(const model::ModelFiles& m) {
       {"types", types},
       {"quantization", quantization(m)},
       {"manifest", manifest_summary(m.path()) ? nlohmann::json(*manifest_summary(m.path())) : nlohmann::json(nullptr)},
-      {"tokenizer", tokenizer_summary(m)},
+      {"tokenizer", tokenizer},
       {"chat_template", m.chat_template().empty() ? nlohmann::json(nullptr) : nlohmann::json({{"chars", m.chat_template().size()}})},
+      {"load_error", problem ? nlohmann::json(*problem) : nlohmann::json(nullptr)},
   };
 }
 
@@ -134,6 +151,8 @@ std::string format_text(const nlohmann::json& d) {
   }
   out += d["chat_template"].is_null() ? "chat template: none\n"
                                       : fmt::format("chat template: present ({} characters)\n", d["chat_template"]["chars"].get<long long>());
+  out += d["load_error"].is_null() ? "loads:         yes (the checks generate and serve make pass)\n"
+                                   : fmt::format("loads:         NO: {}\n", d["load_error"].get<std::string>());
   return out;
 }
 

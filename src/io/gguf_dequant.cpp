@@ -233,7 +233,7 @@ void dequant_q6_k(const std::uint8_t* src, float* y, std::int64_t nb) {
 }
 
 void dequant_f32(const std::uint8_t* src, float* y, std::int64_t n) {
-  std::memcpy(y, src, static_cast<std::size_t>(n) * sizeof(float));
+  if (n > 0) std::memcpy(y, src, static_cast<std::size_t>(n) * sizeof(float));  // an empty tensor has no buffer
 }
 
 void dequant_f16(const std::uint8_t* src, float* y, std::int64_t n) {

@@ -32,6 +32,8 @@ nlohmann::json read_json(const std::string& path) {
     return nlohmann::json::parse(begin, begin + file.size());
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(path + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + std::string(strip_prefix(e.what())));
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number such as 1e99999 overflows a double
+    throw Error(path + ": invalid JSON: " + std::string(strip_prefix(e.what())));
   }
 }
 

@@ -79,6 +79,8 @@ ModelShape shape_from_gguf(const gguf::File& f) {
     hp.vocab_size = f.get_int_opt(key("vocab_size")).value_or(0);
   }
 
+  validate_hparams(hp, f.path, {key("context_length"), key("attention.layer_norm_rms_epsilon"), key("rope.freq_base"),
+                               "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"});
   for (const auto& t : f.tensors) {
     WeightTensor w;
     w.name = t.name;

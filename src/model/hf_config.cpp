@@ -125,7 +125,7 @@ std::vector<std::int64_t> parse_eos(const json& c, const std::string& src) {
 
 const char* supported_architectures() { return "llama (Llama 2/3, TinyLlama, SmolLM), mistral, qwen2, mixtral"; }
 
-ModelShape shape_from_hf_config(const json& c, const std::string& src) {
+static ModelShape shape_from_config(const json& c, const std::string& src) {
   if (!c.is_object()) throw UsageError(fmt::format("{}: expected a JSON object", src));
   std::string type = c.value("model_type", "");
   if (type != "llama" && type != "mistral" && type != "qwen2" && type != "mixtral") {
@@ -150,6 +150,12 @@ ModelShape shape_from_hf_config(const json& c, const std::string& src) {
   hp.rope_scaling = parse_rope_scaling(c, src);
   hp.bos_token_id = get_int(c, "bos_token_id", src, -1);
   hp.eos_token_ids = parse_eos(c, src);
+  if (auto act = c.find("hidden_act"); act != c.end() && !act->is_null()) {
+    // The block computes SiLU-gated FFNs: another activation would give wrong outputs, not an error.
+    if (!act->is_string() || (act->get<std::string>() != "silu" && act->get<std::string>() != "swish"))
+      throw UsageError(fmt::format("{}: key 'hidden_act': expected \"silu\", got {}", src, act->dump()));
+  }
+  validate_hparams(hp, src, {"max_position_embeddings", "rms_norm_eps", "rope_theta", "bos_token_id", "eos_token_id"});
   if (type == "mixtral") {
     hp.num_experts = get_int(c, "num_local_experts", src);
     hp.num_experts_used = get_int(c, "num_experts_per_tok", src);
@@ -171,6 +177,10 @@ ModelShape shape_from_hf_path(const std::string& path) {
   fs::path p = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
   shape.name = fs::weakly_canonical(p).filename().string();
   return shape;
+}
+
+ModelShape shape_from_hf_config(const json& c, const std::string& src) {
+  return io::reading_json(src, [&] { return shape_from_config(c, src); });
 }
 
 }  // namespace mo::model

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "mo/core/error.h"
 
 namespace mo::model {
@@ -41,6 +43,22 @@ std::uint64_t ModelShape::n_params() const {
   std::uint64_t n = 0;
   for (const auto& t : tensors) n += t.n_elements();
   return n;
+}
+
+void validate_hparams(const Hparams& hp, const std::string& src, const HparamKeys& keys) {
+  auto bad = [&](const std::string& key, const std::string& expected, const std::string& got) {
+    throw UsageError(fmt::format("{}: key '{}': expected {}, got {}", src, key, expected, got));
+  };
+  if (hp.context_length < 0 || hp.context_length > kMaxContextLength)
+    bad(keys.context_length, fmt::format("a token count in [1, {}]", kMaxContextLength), std::to_string(hp.context_length));
+  if (!std::isfinite(hp.rms_norm_eps) || hp.rms_norm_eps <= 0 || hp.rms_norm_eps >= 1)
+    bad(keys.rms_norm_eps, "a number in (0, 1)", fmt::format("{}", hp.rms_norm_eps));
+  if (!std::isfinite(hp.rope_theta) || hp.rope_theta <= 1 || hp.rope_theta > 1e12)
+    bad(keys.rope_theta, "a number in (1, 1e12]", fmt::format("{}", hp.rope_theta));
+  if (hp.vocab_size > 0 && (hp.bos_token_id < -1 || hp.bos_token_id >= hp.vocab_size))
+    bad(keys.bos_token_id, fmt::format("a token id in [0, {})", hp.vocab_size), std::to_string(hp.bos_token_id));
+  for (const auto id : hp.eos_token_ids)
+    if (hp.vocab_size > 0 && (id < 0 || id >= hp.vocab_size)) bad(keys.eos_token_id, fmt::format("token ids in [0, {})", hp.vocab_size), std::to_string(id));
 }
 
 std::vector<WeightTensor> tensors_from_hparams(const Hparams& hp) {

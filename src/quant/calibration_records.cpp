@@ -47,8 +47,7 @@ bool blank(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
 }
 
-// Renders messages with the model's template. render_chat() would log its ChatML fallback once per
-// record; this keeps one warning for the whole file.
+// Renders messages with the model's template; without one, as ChatML with one warning for the whole file.
 class ChatRenderer {
  public:
   explicit ChatRenderer(const tok::ModelChatTemplate& chat) : chat_(chat), chatml_(chat.tmpl.empty()) {
@@ -71,11 +70,10 @@ class ChatRenderer {
       // to fix. A runtime failure may be ours.
       if (e.kind() == Kind::kRaised)
         throw UsageError(where + ": the model's chat template rejects this record's messages: " + e.message());
-      if (e.kind() == Kind::kRuntime)
+      if (e.kind() == Kind::kRuntime || e.kind() == Kind::kLimit)
         throw Error(where + ": the model's chat template fails on this record's messages: " + e.what());
-      warnings.push_back(std::string("cannot run the model's chat template (") + e.what() + "): messages records are rendered as ChatML");
-      chatml_ = warned_ = true;
-      return tok::render_chatml(messages, false);
+      // ChatML instead would calibrate on prompts the model was not trained on.
+      throw UsageError(where + ": the model's chat template cannot be used: " + e.what());
     }
   }
 

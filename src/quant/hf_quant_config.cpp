@@ -10,6 +10,7 @@
 
 #include "mo/core/build_info.h"
 #include "mo/core/error.h"
+#include "mo/io/json_file.h"
 
 namespace mo::quant {
 namespace {
@@ -339,8 +340,12 @@ std::string HfQuantConfig::describe() const {
   return "?";
 }
 
-HfQuantConfig parse_quantization_config(const nlohmann::ordered_json& q) { return parse_impl(q); }
-HfQuantConfig parse_quantization_config(const nlohmann::json& q) { return parse_impl(q); }
+HfQuantConfig parse_quantization_config(const nlohmann::ordered_json& q) {
+  return io::reading_json("quantization_config", [&] { return parse_impl(q); });
+}
+HfQuantConfig parse_quantization_config(const nlohmann::json& q) {
+  return io::reading_json("quantization_config", [&] { return parse_impl(q); });
+}
 
 bool regex_match_prefix(const std::string& pattern, const std::string& text) {
   int err = 0;

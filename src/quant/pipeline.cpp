@@ -122,7 +122,7 @@ QuantizeReport quantize_model(const config::QuantizeConfig& cfg) {
     log::info("calibration: {} ({} samples, {} tokens)", rep.calibration, rep.calibration_samples, rep.calibration_tokens);
   }
 
-  convert::StagedOutput staged(cfg.output_path);
+  convert::StagedOutput staged(cfg.output_path, dummy ? std::string() : cfg.model_path);
   fs::create_directories(staged.temp_path());
   ShardWriter writer(staged.temp_path(), cfg.max_shard_bytes);
 

@@ -13,32 +13,90 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <chrono>
+#include <thread>
 
 #include "mo/core/error.h"
 #include "mo/core/log.h"
 #include "mo/serve/openai_response.h"
+#include "connection_threads.h"
 
 namespace mo::serve {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// httplib's task queue as a thread per connection (ConnectionThreads).
+class ThreadsQueue : public httplib::TaskQueue {
+ public:
+  ThreadsQueue(std::shared_ptr<ConnectionThreads> threads, int port) : threads_(std::move(threads)), port_(port) {}
+  void enqueue(std::function<void()> fn) override { threads_->enqueue(std::move(fn)); }
+  void shutdown() override { threads_->shutdown(5.0, port_); }
+
+ private:
+  std::shared_ptr<ConnectionThreads> threads_;
+  int port_;
+};
+
+// httplib's request processing on any Stream (protected there), for HttpServer::answer.
+struct ServerWithStreams : httplib::Server {
+  using httplib::Server::process_request;
+};
+
+// A request already in memory, and the bytes written back.
+class MemoryStream : public httplib::Stream {
+ public:
+  explicit MemoryStream(std::string_view in) : in_(in) {}
+  bool is_readable() const override { return true; }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, in_.size() - pos_);
+    std::memcpy(ptr, in_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    out.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = "memory";
+    port = 0;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "memory";
+    port = 0;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  std::string out;
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
 struct HttpServer::Impl {
   ServingLoop& loop;
   ApiContext ctx;
   HttpOptions opt;
-  httplib::Server http;
+  ServerWithStreams http;
   std::atomic<std::uint64_t> next_id{1};
   int bound_port = 0;
+  int listen_fd = -1;
+  std::unique_ptr<RequestReadDeadline> read_deadline;  // started by bind(), once the port is known
+  // Streams whose response is not yet fully written; shared, as the last one ends on its connection's thread.
+  std::shared_ptr<std::atomic<int>> open_streams = std::make_shared<std::atomic<int>>(0);
 
   Impl(ServingLoop& l, ApiContext c, HttpOptions o) : loop(l), ctx(std::move(c)), opt(std::move(o)) {}
 
   void routes();
   void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
-  void respond_whole(httplib::Response& res, const ApiRequest& r, const ResponseIds& ids, const std::shared_ptr<RequestStream>& stream);
+  void respond_whole(const httplib::Request& req, httplib::Response& res, const ApiRequest& r, const ResponseIds& ids, const std::shared_ptr<RequestStream>& stream);
   void respond_stream(httplib::Response& res, const std::shared_ptr<ApiRequest>& r, const ResponseIds& ids, const std::shared_ptr<RequestStream>& stream);
   ResponseIds new_ids(bool chat) {
     return {fmt::format("{}-{:016x}{:08x}", chat ? "chatcmpl" : "cmpl", std::chrono::system_clock::now().time_since_epoch().count(), next_id++),
@@ -50,7 +108,15 @@ namespace {
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
   res.set_content(dump(error_body(e)), "application/json");
+}
+
+// Compares every byte whatever the first difference, so the time taken does not tell how much of a guessed key is right.
+bool same_secret(const std::string& given, const std::string& expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i % std::max<std::size_t>(1, expected.size())]);
+  return diff == 0;
 }
 
 std::vector<SeqSpec> specs_of(const ApiRequest& r, int max_model_len) {
@@ -74,20 +140,34 @@ std::vector<SeqSpec> specs_of(const ApiRequest& r, int max_model_len) {
 void submit_or_throw(ServingLoop& loop, std::vector<SeqSpec> specs, const std::shared_ptr<RequestStream>& stream) {
   switch (loop.submit(std::move(specs), stream)) {
     case SubmitStatus::ok: return;
-    case SubmitStatus::queue_full:
-      throw ApiError(503, fmt::format("the server is busy: {} requests are waiting (max_queue_len); retry later", loop.max_queue_len()), "",
-                     "server_error", "queue_full");
+    case SubmitStatus::queue_full: {
+      // 429, as vLLM and OpenAI answer an overload: clients retry it with backoff; 503 stays for shutting down.
+      ApiError e(429, fmt::format("the server is busy: {} requests are waiting (max_queue_len); retry later", loop.max_queue_len()), "",
+                 "server_error", "queue_full");
+      e.retry_after_s = 1;
+      throw e;
+    }
     case SubmitStatus::shutting_down: throw ApiError(503, "the server is shutting down", "", "server_error", "shutting_down");
   }
 }
 
 }  // namespace
 
-void HttpServer::Impl::respond_whole(httplib::Response& res, const ApiRequest& r, const ResponseIds& ids, const std::shared_ptr<RequestStream>& stream) {
+void HttpServer::Impl::respond_whole(const httplib::Request& req, httplib::Response& res, const ApiRequest& r, const ResponseIds& ids,
+                                     const std::shared_ptr<RequestStream>& stream) {
   std::vector<ChoiceResult> results(r.prompts.size() * r.n);
   std::size_t finished = 0;
+  const int client = socket_of_peer(req.remote_addr, req.remote_port);  // this thread's own connection
+  auto next_check = std::chrono::steady_clock::now();
   while (finished < results.size()) {
     auto e = stream->pop(100ms);
+    if (client >= 0 && std::chrono::steady_clock::now() >= next_check) {
+      next_check = std::chrono::steady_clock::now() + 100ms;
+      if (peer_gone(client)) {  // nobody will read the answer: free the sequences now
+        stream->cancel();
+        return;
+      }
+    }
     if (!e) continue;
     if (!e->error.empty()) {
       stream->cancel();
@@ -142,10 +222,12 @@ void HttpServer::Impl::respond_stream(httplib::Response& res, const std::shared_
         auto c = r->chat ? chat_chunk(ids, *r, *e, *tok) : completion_chunk(ids, *r, *e, *tok);
         return !c || send(*c);  // a failed write: the client is gone
       },
-      [stream](bool success) {
+      [stream, open = open_streams](bool success) {
         // Whatever ended the response early, the request's sequences are freed at the next step.
         if (!success) stream->cancel();
+        --*open;
       });
+  ++*open_streams;
 }
 
 void HttpServer::Impl::handle_generate(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -161,7 +243,7 @@ void HttpServer::Impl::handle_generate(const httplib::Request& req, httplib::Res
   const ResponseIds ids = new_ids(chat);
   try {
     if (r->stream) respond_stream(res, r, ids, stream);
-    else respond_whole(res, *r, ids, stream);
+    else respond_whole(req, res, *r, ids, stream);
   } catch (...) {
     stream->cancel();
     throw;
@@ -170,13 +252,22 @@ void HttpServer::Impl::handle_generate(const httplib::Request& req, httplib::Res
 
 void HttpServer::Impl::routes() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (read_deadline) read_deadline->headers_read(req.remote_addr, req.remote_port);  // the body's clock starts
+    // Two lengths, or a length and chunking, frame the body ambiguously (request smuggling): refused, and
+    // the connection closed so that nothing after it is read as a request.
+    if (req.get_header_value_count("Content-Length") > 1 || (req.has_header("Content-Length") && req.has_header("Transfer-Encoding"))) {
+      send_error(res, ApiError(400, "ambiguous body framing: send one Content-Length or Transfer-Encoding: chunked, not both or two"));
+      res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (opt.api_key.empty() || req.path.rfind("/v1", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + opt.api_key) return httplib::Server::HandlerResponse::Unhandled;
+    if (same_secret(req.get_header_value("Authorization"), "Bearer " + opt.api_key)) return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "Incorrect API key provided; send it as 'Authorization: Bearer <key>'", "", "invalid_request_error", "invalid_api_key"));
     return httplib::Server::HandlerResponse::Handled;
   });
-  auto guarded = [](auto fn) {
-    return [fn](const httplib::Request& req, httplib::Response& res) {
+  auto guarded = [this](auto fn) {
+    return [this, fn](const httplib::Request& req, httplib::Response& res) {
+      if (read_deadline) read_deadline->body_read(req.remote_addr, req.remote_port);  // generation may take long
       try {
         fn(req, res);
       } catch (const ApiError& e) {
@@ -210,8 +301,15 @@ void HttpServer::Impl::routes() {
     send_error(res, ApiError(500, "internal error", "", "server_error"));
   });
   http.set_payload_max_length(opt.max_body_bytes);
-  const int threads = opt.worker_threads;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  // httplib drops requests pipelined behind the first one and then idles on the connection; one request per
+  // connection, answered with `Connection: close`, lets such clients resend at once instead of waiting.
+  http.set_keep_alive_max_count(1);
+  http.set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd = sock;  // for the backlog, below
+  });
+  http.new_task_queue = [this] { return new ThreadsQueue(std::make_shared<ConnectionThreads>(static_cast<std::size_t>(opt.max_connections)), bound_port); };
 }
 
 HttpServer::HttpServer(ServingLoop& loop, ApiContext ctx, HttpOptions opt) : impl_(std::make_unique<Impl>(loop, std::move(ctx), std::move(opt))) {
@@ -224,10 +322,25 @@ void HttpServer::bind() {
   if (!impl_->http.bind_to_port(impl_->opt.host.c_str(), impl_->opt.port))
     throw Error(fmt::format("serve: cannot listen on {}:{} (address in use, or not an address of this machine)", impl_->opt.host, impl_->opt.port));
   impl_->bound_port = impl_->opt.port;
+  impl_->read_deadline = std::make_unique<RequestReadDeadline>(impl_->bound_port, impl_->opt.read_timeout_s);
+  // httplib listens with a backlog of 5: a burst of new connections would wait for SYN retries (1 s, 3 s, ...).
+  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
 }
 
 void HttpServer::serve() { impl_->http.listen_after_bind(); }
+void HttpServer::drain_streams(double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (*impl_->open_streams > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+}
+
 void HttpServer::stop() { impl_->http.stop(); }
+
+std::string HttpServer::answer(std::string_view raw_request) {
+  MemoryStream stream(raw_request);
+  bool closed = false;
+  impl_->http.process_request(stream, true, closed, nullptr);
+  return std::move(stream.out);
+}
 int HttpServer::port() const { return impl_->bound_port; }
 
 }  // namespace mo::serve

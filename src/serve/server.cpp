@@ -113,6 +113,7 @@ int run_server(const config::ServeConfig& cfg) {
   const auto t0 = Clock::now();
   model::ModelFiles files = model::ModelFiles::open(cfg.model_path);
   if (files.tokenizer_path().empty() && !files.gguf()) throw UsageError(fmt::format("{}: the model has no tokenizer", cfg.model_path));
+  tok::check_chat_template(tok::chat_template_of_model(files.gguf(), files.path()).tmpl, cfg.model_path);  // before the slow part
   auto tokenizer = files.gguf() ? tok::load_tokenizer_gguf(*files.gguf()) : tok::load_tokenizer_json(files.tokenizer_path());
   engine::Engine engine(engine::bind_weights(files), default_pool(), device);
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -186,7 +187,7 @@ int run_server(const config::ServeConfig& cfg) {
   ctx.defaults.repetition_penalty = cfg.default_repetition_penalty;
   ctx.default_max_tokens = static_cast<int>(cfg.default_max_tokens);
   HttpOptions ho{.host = cfg.host, .port = static_cast<int>(cfg.port), .api_key = cfg.api_key,
-                 .worker_threads = static_cast<int>(std::clamp<std::int64_t>(cfg.max_num_seqs + 8, 16, 512))};
+                 .max_connections = static_cast<int>(cfg.max_connections), .read_timeout_s = cfg.read_timeout};
   HttpServer http(loop, ctx, ho);
   http.bind();
   std::cout << fmt::format("serving {} on http://{}:{}/v1 (Ctrl-C to stop)\n", ctx.model_name, cfg.host, cfg.port) << std::flush;
@@ -201,7 +202,8 @@ int run_server(const config::ServeConfig& cfg) {
     loop.stop_accepting();
     const auto deadline = Clock::now() + std::chrono::duration<double>(cfg.shutdown_timeout);
     while (!loop.idle() && Clock::now() < deadline && g_stop_signals < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    loop.shutdown();  // what is left fails with "the server is shutting down"
+    loop.shutdown();  // what is left ends with finish_reason "abort"; requests not yet admitted get 503
+    http.drain_streams(5.0);
     http.stop();
   });
   http.serve();

@@ -1,6 +1,9 @@
 // make_bpe_from_json: an HF tokenizer.json with a byte-level BPE model, plus tokenizer_config.json.
 #include <fmt/format.h>
 
+#include <limits>
+#include <type_traits>
+
 #include "bpe_pre_types.h"
 #include "bpe_tokenizer.h"
 #include "factories.h"
@@ -19,6 +22,14 @@ const json& require(const json& obj, const char* key, const std::string& where, 
 
 template <typename T>
 T get_as(const json& v, const std::string& key, const std::string& source) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts a float such as 1e21 to an int unchecked (undefined behaviour): integers only, in range.
+    if (!v.is_number_integer()) throw Error(fmt::format("{}: key '{}' has the wrong type ({}), expected an integer", source, key, v.type_name()));
+    const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                                             : v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+                                                   v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
+    if (!fits) throw Error(fmt::format("{}: key '{}' is out of range ({})", source, key, v.dump()));
+  }
   try {
     return v.get<T>();
   } catch (const json::exception&) {

@@ -70,12 +70,15 @@ std::string render_chat(const std::string& tmpl, const std::vector<ChatMessage>&
     log::warn("the model has no chat template; using ChatML");
     return render_chatml(messages, opt.add_generation_prompt);
   }
+  return render_chat_template(tmpl, messages, opt);
+}
+
+void check_chat_template(const std::string& tmpl, const std::string& where) {
+  if (tmpl.empty()) return;
   try {
-    return render_chat_template(tmpl, messages, opt);
+    jinja::parse_template(tmpl);
   } catch (const ChatTemplateError& e) {
-    if (e.kind() != ChatTemplateError::Kind::kSyntax && e.kind() != ChatTemplateError::Kind::kUnsupported) throw;
-    log::warn("cannot run the model's chat template ({}); using ChatML", e.what());
-    return render_chatml(messages, opt.add_generation_prompt);
+    throw UsageError(where + ": the model's chat template cannot be used: " + e.what());
   }
 }
 

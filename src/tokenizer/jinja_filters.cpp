@@ -7,6 +7,7 @@
 
 #include "jinja_args.h"
 #include "jinja_builtins.h"
+#include "jinja_limits.h"
 #include "jinja_ops.h"
 #include "jinja_text.h"
 
@@ -103,7 +104,7 @@ Value f_tojson(const Value& v, const CallArgs& c) {
   style.ensure_ascii = a.flag(0, false);
   if (a.has(1) && !a.get(1).is_none()) {
     if (a.get(1).is_string()) style.indent = a.get(1).as_string();
-    else style.indent = std::string(static_cast<std::size_t>(std::max<int64_t>(0, a.integer(1, 0))), ' ');
+    else style.indent = std::string(static_cast<std::size_t>(std::max<int64_t>(0, check_width(a.integer(1, 0), c.loc))), ' ');
     style.item_sep = ",";
   }
   if (a.has(2) && !a.get(2).is_none()) {
@@ -144,7 +145,7 @@ Value f_title(const Value& v, const CallArgs& c) {
 
 Value f_replace(const Value& v, const CallArgs& c) {
   Args a(c, "filter 'replace'", {"old", "new", "count"}, 2);
-  return Value::string(py_replace(to_str(v), to_str(a.get(0)), to_str(a.get(1)),
+  return Value::string(py_replace(c.loc, to_str(v), to_str(a.get(0)), to_str(a.get(1)),
                                   a.has(2) && !a.get(2).is_none() ? a.integer(2, -1) : -1));
 }
 
@@ -163,6 +164,7 @@ Value f_join(const Value& v, const CallArgs& c) {
     if (!first) out += sep;
     first = false;
     out += to_str(attribute ? attr_path(item, *attribute, nullptr, c.loc) : item);
+    check_bytes(out.size(), c.loc);
   }
   return Value::string(std::move(out));
 }
@@ -362,7 +364,7 @@ Value f_indent(const Value& v, const CallArgs& c) {
   Args a(c, "filter 'indent'", {"width", "first", "blank"});
   const std::string pad = a.has(0) && a.get(0).is_string()
                               ? a.get(0).as_string()
-                              : std::string(static_cast<std::size_t>(std::max<int64_t>(0, a.integer(0, 4))), ' ');
+                              : std::string(static_cast<std::size_t>(std::max<int64_t>(0, check_width(a.integer(0, 4), c.loc))), ' ');
   const bool first = a.flag(1, false), blank = a.flag(2, false);
   std::string s = to_str(v) + "\n";
   std::vector<std::string> lines;

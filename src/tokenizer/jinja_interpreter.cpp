@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "jinja_builtins.h"
+#include "jinja_limits.h"
 #include "jinja_ops.h"
 
 namespace mo::tok::jinja {
@@ -46,6 +47,12 @@ class Interpreter {
   }
 
   Flow exec(const Stmt& s, std::string& out) {
+    const Flow flow = exec_node(s, out);
+    check_bytes(out.size(), s.loc);
+    return flow;
+  }
+
+  Flow exec_node(const Stmt& s, std::string& out) {
     switch (s.kind) {
       case Stmt::Kind::kText: out += s.text; return Flow::kNormal;
       case Stmt::Kind::kOutput: out += to_str(eval(*s.expr)); return Flow::kNormal;
@@ -122,6 +129,7 @@ class Interpreter {
     }
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      step(s.loc);
       scopes_.emplace_back();
       bind(s.targets, items[static_cast<std::size_t>(i)], s.loc);
       scopes_.back()["loop"] = loop_object(items, i);
@@ -164,7 +172,20 @@ class Interpreter {
 
   // ---- expressions ----
 
+  void step(const Loc& loc) {
+    if (++steps_ > kMaxSteps)
+      fail(ChatTemplateError::Kind::kLimit, loc, "more than " + std::to_string(kMaxSteps) + " evaluation steps (a loop that does not end?)");
+  }
+
   Value eval(const Expr& e) {
+    step(e.loc);
+    Value v = eval_node(e);
+    if (v.is_string()) check_bytes(v.as_string().size(), e.loc);
+    else if (v.is_list()) check_items(v.as_list().size(), e.loc);
+    return v;
+  }
+
+  Value eval_node(const Expr& e) {
     switch (e.kind) {
       case Expr::Kind::kConst: return e.value;
       case Expr::Kind::kName: return lookup(e.name);
@@ -222,7 +243,10 @@ class Interpreter {
       case Expr::Kind::kBinary: return binary_op(e.name, eval(*e.a), eval(*e.b), e.loc);
       case Expr::Kind::kConcat: {
         std::string s;
-        for (const ExprPtr& item : e.items) s += to_str(eval(*item));
+        for (const ExprPtr& item : e.items) {
+          s += to_str(eval(*item));
+          check_bytes(s.size(), e.loc);
+        }
         return Value::string(std::move(s));
       }
       case Expr::Kind::kCompare: return Value::boolean(eval_compare(e));
@@ -280,6 +304,7 @@ class Interpreter {
   }
 
   std::vector<Scope> scopes_;
+  std::int64_t steps_ = 0;
 };
 
 }  // namespace

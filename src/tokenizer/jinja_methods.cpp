@@ -101,7 +101,7 @@ std::optional<Value> str_method(const Value& obj, const std::string& name) {
   if (name == "replace") {
     return method([=](const CallArgs& c) {
       Args a(c, what, {"old", "new", "count"}, 2);
-      return Value::string(py_replace(s, a.text(0).value_or(""), a.text(1).value_or(""), a.integer(2, -1)));
+      return Value::string(py_replace(c.loc, s, a.text(0).value_or(""), a.text(1).value_or(""), a.integer(2, -1)));
     });
   }
   if (name == "find" || name == "rfind" || name == "count") {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "jinja_limits.h"
 #include "jinja_text.h"
 
 namespace mo::tok::jinja {
@@ -27,7 +28,13 @@ bool add(int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b,
 bool sub(int64_t a, int64_t b, int64_t* r) { return __builtin_sub_overflow(a, b, r); }
 bool mul(int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); }
 
-Value repeat(const Value& seq, int64_t n) {
+Value repeat(const Value& seq, int64_t n, const Loc& loc) {
+  const auto times = static_cast<std::size_t>(std::max<int64_t>(0, n));
+  const std::size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
+  if (unit > 0 && times > (seq.is_string() ? kMaxBytes : kMaxItems) / unit) {  // checked before anything is built
+    if (seq.is_string()) check_bytes(kMaxBytes + 1, loc);
+    check_items(kMaxItems + 1, loc);
+  }
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -80,8 +87,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Loc
   if (op == "*") {
     if (ints) return Value::integer(checked(mul, a.as_int(), b.as_int(), loc));
     if (nums) return Value::number(a.as_double() * b.as_double());
-    if ((a.is_string() || a.is_list()) && b.is_integral()) return repeat(a, b.as_int());
-    if (a.is_integral() && (b.is_string() || b.is_list())) return repeat(b, a.as_int());
+    if ((a.is_string() || a.is_list()) && b.is_integral()) return repeat(a, b.as_int(), loc);
+    if (a.is_integral() && (b.is_string() || b.is_list())) return repeat(b, a.as_int(), loc);
     unsupported_operands(op, a, b, loc);
   }
   if (!nums) {

@@ -59,6 +59,7 @@ Body Parser::parse_body(const std::vector<std::string>& ends, std::string* end) 
       s->kind = Stmt::Kind::kOutput;
       s->loc = t.loc;
       advance();
+      nodes_in_tag_ = 0;
       s->expr = parse_tuple(true, {});
       if (cur().type != Tok::kVarEnd) unexpected("'}}'");
       advance();
@@ -82,6 +83,8 @@ Body Parser::parse_body(const std::vector<std::string>& ends, std::string* end) 
 }
 
 StmtPtr Parser::parse_statement() {
+  const Nest nest(*this);
+  nodes_in_tag_ = 0;
   advance();  // {%
   const Token tag = advance();
   auto s = std::make_unique<Stmt>();

@@ -37,12 +37,13 @@ ExprPtr Parser::parse_tuple(bool with_condexpr, const std::vector<std::string>& 
     if (!items.empty()) return std::move(items[0]);
     if (!explicit_parens) unexpected("an expression");
   }
-  auto t = make_expr(Expr::Kind::kTuple, loc);
+  auto t = node_of(Expr::Kind::kTuple, loc);
   t->items = std::move(items);
   return t;
 }
 
 ExprPtr Parser::parse_expression(bool with_condexpr) {
+  const Nest nest(*this);
   return with_condexpr ? parse_condexpr() : parse_or();
 }
 
@@ -52,7 +53,7 @@ ExprPtr Parser::parse_condexpr() {
     const Loc loc = advance().loc;
     const bool soft = soft_;
     soft_ = true;
-    auto node = make_expr(Expr::Kind::kCondExpr, loc);
+    auto node = node_of(Expr::Kind::kCondExpr, loc);
     node->b = parse_or();
     if (skip_name("else")) node->c = parse_condexpr();
     node->a = std::move(expr);
@@ -65,7 +66,7 @@ ExprPtr Parser::parse_condexpr() {
 ExprPtr Parser::parse_or() {
   ExprPtr left = parse_and();
   while (is_name("or")) {
-    auto node = make_expr(Expr::Kind::kOr, advance().loc);
+    auto node = node_of(Expr::Kind::kOr, advance().loc);
     node->a = std::move(left);
     node->b = parse_and();
     left = std::move(node);
@@ -76,7 +77,7 @@ ExprPtr Parser::parse_or() {
 ExprPtr Parser::parse_and() {
   ExprPtr left = parse_not();
   while (is_name("and")) {
-    auto node = make_expr(Expr::Kind::kAnd, advance().loc);
+    auto node = node_of(Expr::Kind::kAnd, advance().loc);
     node->a = std::move(left);
     node->b = parse_not();
     left = std::move(node);
@@ -85,8 +86,9 @@ ExprPtr Parser::parse_and() {
 }
 
 ExprPtr Parser::parse_not() {
+  const Nest nest(*this);
   if (is_name("not")) {
-    auto node = make_expr(Expr::Kind::kNot, advance().loc);
+    auto node = node_of(Expr::Kind::kNot, advance().loc);
     node->a = parse_not();
     return node;
   }
@@ -96,7 +98,7 @@ ExprPtr Parser::parse_not() {
 ExprPtr Parser::parse_compare() {
   const Loc loc = cur().loc;
   ExprPtr first = parse_math1();
-  auto node = make_expr(Expr::Kind::kCompare, loc);
+  auto node = node_of(Expr::Kind::kCompare, loc);
   while (true) {
     std::string op;
     if (cur().type == Tok::kOp &&
@@ -122,7 +124,7 @@ ExprPtr Parser::parse_compare() {
 }
 
 ExprPtr Parser::binary(const std::string& op, const Loc& loc, ExprPtr a, ExprPtr b) {
-  auto node = make_expr(Expr::Kind::kBinary, loc);
+  auto node = node_of(Expr::Kind::kBinary, loc);
   node->name = op;
   node->a = std::move(a);
   node->b = std::move(b);
@@ -144,7 +146,7 @@ ExprPtr Parser::parse_concat() {
   const Loc loc = cur().loc;
   ExprPtr first = parse_math2();
   if (!is_op("~")) return first;
-  auto node = make_expr(Expr::Kind::kConcat, loc);
+  auto node = node_of(Expr::Kind::kConcat, loc);
   node->items.push_back(std::move(first));
   while (skip_op("~")) node->items.push_back(parse_math2());
   return node;
@@ -171,10 +173,11 @@ ExprPtr Parser::parse_pow() {
 }
 
 ExprPtr Parser::parse_unary(bool with_filter) {
+  const Nest nest(*this);
   ExprPtr node;
   if (is_op("-") || is_op("+")) {
     const Token& t = advance();
-    node = make_expr(t.text == "-" ? Expr::Kind::kNeg : Expr::Kind::kPos, t.loc);
+    node = node_of(t.text == "-" ? Expr::Kind::kNeg : Expr::Kind::kPos, t.loc);
     node->a = parse_unary(false);
   } else {
     node = parse_primary();
@@ -189,7 +192,7 @@ ExprPtr Parser::parse_primary() {
   const Loc loc = t.loc;
   if (t.type == Tok::kName) {
     const std::string n = advance().text;
-    auto node = make_expr(Expr::Kind::kConst, loc);
+    auto node = node_of(Expr::Kind::kConst, loc);
     if (n == "true" || n == "True") {
       node->value = Value::boolean(true);
     } else if (n == "false" || n == "False") {
@@ -205,12 +208,12 @@ ExprPtr Parser::parse_primary() {
   if (t.type == Tok::kString) {
     std::string s;
     while (cur().type == Tok::kString) s += advance().text;  // adjacent literals concatenate
-    auto node = make_expr(Expr::Kind::kConst, loc);
+    auto node = node_of(Expr::Kind::kConst, loc);
     node->value = Value::string(std::move(s));
     return node;
   }
   if (t.type == Tok::kInt || t.type == Tok::kFloat) {
-    auto node = make_expr(Expr::Kind::kConst, loc);
+    auto node = node_of(Expr::Kind::kConst, loc);
     node->value = t.type == Tok::kInt ? Value::integer(t.int_value) : Value::number(t.float_value);
     advance();
     return node;
@@ -221,7 +224,7 @@ ExprPtr Parser::parse_primary() {
     return inner;
   }
   if (skip_op("[")) {
-    auto node = make_expr(Expr::Kind::kList, loc);
+    auto node = node_of(Expr::Kind::kList, loc);
     while (!is_op("]")) {
       if (!node->items.empty()) expect_op(",");
       if (is_op("]")) break;
@@ -231,7 +234,7 @@ ExprPtr Parser::parse_primary() {
     return node;
   }
   if (skip_op("{")) {
-    auto node = make_expr(Expr::Kind::kDict, loc);
+    auto node = node_of(Expr::Kind::kDict, loc);
     while (!is_op("}")) {
       if (!node->items.empty()) expect_op(",");
       if (is_op("}")) break;
@@ -250,13 +253,13 @@ ExprPtr Parser::parse_postfix(ExprPtr node) {
     if (is_op(".")) {
       const Loc loc = advance().loc;
       if (cur().type == Tok::kName) {
-        auto attr = make_expr(Expr::Kind::kGetAttr, loc);
+        auto attr = node_of(Expr::Kind::kGetAttr, loc);
         attr->name = advance().text;
         attr->a = std::move(node);
         node = std::move(attr);
       } else if (cur().type == Tok::kInt) {
-        auto item = make_expr(Expr::Kind::kGetItem, loc);
-        item->b = make_expr(Expr::Kind::kConst, cur().loc);
+        auto item = node_of(Expr::Kind::kGetItem, loc);
+        item->b = node_of(Expr::Kind::kConst, cur().loc);
         item->b->value = Value::integer(advance().int_value);
         item->a = std::move(node);
         node = std::move(item);
@@ -300,12 +303,12 @@ ExprPtr Parser::parse_subscript(ExprPtr obj) {
   if (is_op(",")) fail(kUnsupported, cur().loc, "tuple subscripts are not supported");
   expect_op("]");
   if (!slice) {
-    auto node = make_expr(Expr::Kind::kGetItem, loc);
+    auto node = node_of(Expr::Kind::kGetItem, loc);
     node->a = std::move(obj);
     node->b = std::move(index);
     return node;
   }
-  auto node = make_expr(Expr::Kind::kSlice, loc);
+  auto node = node_of(Expr::Kind::kSlice, loc);
   node->a = std::move(obj);
   node->items = std::move(parts);
   return node;
@@ -334,7 +337,7 @@ void Parser::parse_call_args(Expr& node) {
 }
 
 ExprPtr Parser::parse_call(ExprPtr callee) {
-  auto node = make_expr(Expr::Kind::kCall, cur().loc);
+  auto node = node_of(Expr::Kind::kCall, cur().loc);
   node->a = std::move(callee);
   parse_call_args(*node);
   return node;
@@ -364,7 +367,7 @@ ExprPtr Parser::parse_filter_chain(ExprPtr node) {
 
 ExprPtr Parser::filter_node(ExprPtr value) {
   const Loc loc = cur().loc;
-  auto node = make_expr(Expr::Kind::kFilter, loc);
+  auto node = node_of(Expr::Kind::kFilter, loc);
   node->name = dotted_name();
   node->a = std::move(value);
   node->known = has_filter(node->name);
@@ -394,7 +397,7 @@ ExprPtr Parser::parse_filter_expr(ExprPtr node) {
 
 ExprPtr Parser::parse_test(ExprPtr value) {
   const Loc loc = advance().loc;  // is
-  auto node = make_expr(Expr::Kind::kTest, loc);
+  auto node = node_of(Expr::Kind::kTest, loc);
   node->negated = skip_name("not");
   node->name = dotted_name();
   node->a = std::move(value);

@@ -7,6 +7,7 @@
 
 #include "jinja_ast.h"
 #include "jinja_lexer.h"
+#include "jinja_limits.h"
 
 namespace mo::tok::jinja {
 
@@ -51,6 +52,21 @@ class Parser {
     if (cur().type != Tok::kName) unexpected("a name");
     return advance().text;
   }
+  // One level of brackets, unary operators or tags; kMaxNesting of them fail instead of exhausting the stack.
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxNesting)
+        fail(ChatTemplateError::Kind::kLimit, p.cur().loc, "the template nests deeper than " + std::to_string(kMaxNesting) + " levels");
+    }
+    ~Nest() { --p.depth_; }
+  };
+  ExprPtr node_of(Expr::Kind kind, const Loc& loc) {
+    if (++nodes_in_tag_ > kMaxExprNodes)
+      fail(ChatTemplateError::Kind::kLimit, loc, "an expression of more than " + std::to_string(kMaxExprNodes) + " parts");
+    return make_expr(kind, loc);
+  }
+
   void expect_block_end() {
     if (cur().type != Tok::kBlockEnd) unexpected("'%}'");
     advance();
@@ -97,6 +113,8 @@ class Parser {
   std::size_t i_ = 0;
   bool soft_ = false;  // inside an if block or inline if: unknown filters and tests fail only when used
   int loop_depth_ = 0;
+  int depth_ = 0;         // Nest levels open
+  int nodes_in_tag_ = 0;  // expression nodes since the current {{ or {% began
 };
 
 }  // namespace mo::tok::jinja

@@ -1,5 +1,7 @@
 #include "jinja_text.h"
 
+#include "jinja_limits.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -158,7 +160,7 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
   return parts;
 }
 
-std::string py_replace(std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count) {
+std::string py_replace(const Loc& loc, std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count) {
   std::string out;
   if (old_text.empty()) {
     // Python inserts `new` before every character and at the end.
@@ -168,6 +170,7 @@ std::string py_replace(std::string_view s, std::string_view old_text, std::strin
       if (count < 0 || done < count) {
         out += new_text;
         ++done;
+        check_bytes(out.size(), loc);
       }
       append_utf8(out, cp);
     }
@@ -181,6 +184,7 @@ std::string py_replace(std::string_view s, std::string_view old_text, std::strin
     if (at == std::string_view::npos) break;
     out.append(s.substr(start, at - start));
     out.append(new_text);
+    check_bytes(out.size(), loc);
     start = at + old_text.size();
     ++done;
   }

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "jinja_value.h"
+
 namespace mo::tok::jinja {
 
 // Code points of `s`; an invalid byte becomes one code point of its own value (never fails).
@@ -24,7 +26,8 @@ std::string py_strip(std::string_view s, const std::optional<std::string>& chars
 std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit,
                                   bool from_right = false);
 // str.replace(old, new, count); count < 0 replaces all.
-std::string py_replace(std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count);
+// Throws kLimit (at `loc`) when the result would pass kMaxBytes.
+std::string py_replace(const Loc& loc, std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count);
 // str.upper/lower/title/capitalize/islower/isupper with the case pairs of Latin, Greek and Cyrillic
 // (and ß -> SS); characters of other scripts count as uncased.
 std::string py_upper(std::string_view s);

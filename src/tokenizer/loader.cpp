@@ -50,7 +50,16 @@ bool writes_metaspace(const json& normalizer) {
 
 }  // namespace
 
+namespace {
+std::unique_ptr<Tokenizer> load_checked_tokenizer_json(const std::string& path);
+}  // namespace
+
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) {
+  return io::reading_json(path, [&] { return load_checked_tokenizer_json(path); });
+}
+
+namespace {
+std::unique_ptr<Tokenizer> load_checked_tokenizer_json(const std::string& path) {
   fs::path file = path;
   if (fs::is_directory(file)) {
     file /= "tokenizer.json";
@@ -82,6 +91,7 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) {
   throw Error(source + ": BPE without a ByteLevel pre-tokenizer, byte_fallback or a \xe2\x96\x81 normalizer is not supported (" +
               kSupportedJson + ")");
 }
+}  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer_gguf(const gguf::File& file) {
   const std::string model = file.get_string("tokenizer.ggml.model");

@@ -10,6 +10,8 @@ SSE body framed by closing the connection (no chunked encoding; the C++ fake cov
   (20% for throughput; one of three sweeps, the machine being shared), with output token counts from
   usage although there are fewer chunks than tokens.
 - The chat endpoint with a ShareGPT dataset sends the first human turn of each record.
+- A hostile server (invalid UTF-8 in an SSE line, `Content-Length: -5`, a stream with only `[DONE]`, a
+  body without end): each request fails with its reason, the others succeed, the results file is written.
 - `python3 test_bench_fake_openai.py --serve PORT [ITL_MS]` runs the fake server alone (used for docs/bench.md).
 """
 import json
@@ -100,6 +102,53 @@ class FakeOpenAI(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+class Hostile(FakeOpenAI):
+    """Answers measured requests (max_tokens > 1) in turn with one hostile response, then a correct one."""
+    count = 0
+    lock = threading.Lock()
+
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with Hostile.lock:
+            n = Hostile.count if req["max_tokens"] > 1 else -1
+            Hostile.count += n >= 0
+        mode = n % 5 if n >= 0 else 4
+        if mode == 1:  # a negative Content-Length
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: -5\r\nConnection: close\r\n\r\n{}")
+            self.close_connection = True
+            return
+        if mode == 4:
+            self.rfile = None  # the body was read above
+            return self.answer(req)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if mode == 0:  # one byte that is not UTF-8 in an otherwise fine stream
+            self.wfile.write(b'data: {"choices": [{"index": 0, "text": " tok\xff"}]}\n\ndata: [DONE]\n\n')
+        elif mode == 2:  # no tokens at all
+            self.wfile.write(b"data: [DONE]\n\n")
+        elif mode == 3:  # a body that never ends: 40 MiB of one SSE comment line, no newline
+            chunk = b":" + b"x" * (1 << 20)
+            for _ in range(40):
+                self.wfile.write(chunk)
+        self.wfile.flush()
+        self.close_connection = True
+
+    def answer(self, req):
+        usage = {"prompt_tokens": prompt_tokens(req["prompt"]), "completion_tokens": req["max_tokens"]}
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for j in range(req["max_tokens"]):
+            last = "length" if j + 1 == req["max_tokens"] else None
+            self.wfile.write(b"data: " + json.dumps({"choices": [{"index": 0, "text": " tok", "finish_reason": last}]}).encode() + b"\n\n")
+        self.wfile.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\ndata: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
 class Server(ThreadingHTTPServer):
     request_queue_size = 128  # the default listen backlog of 5 drops SYNs at concurrency 16: +1 s TTFT
     daemon_threads = True
@@ -180,6 +229,24 @@ def check_chat_sharegpt(srv, tmp):
     assert asked == {f"question number {i} about the sea" for i in range(5)}, asked
 
 
+def check_hostile(tmp):
+    srv = Server(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    out = tmp / "hostile.json"
+    r = bench("--base-url", f"http://127.0.0.1:{srv.server_address[1]}/v1", "--concurrency", "1", "--num-prompts", "10",
+              "--input-len", "16", "--output-len", "4", "--warmup", "0", "--out", str(out))
+    srv.shutdown()
+    assert r.returncode == 0, r.stderr + r.stdout  # some requests succeeded
+    res = json.loads(out.read_text(encoding="utf-8", errors="strict"))
+    s = res["levels"][0]["summary"]
+    reasons = " | ".join(f"{n} x {why}" for why, n in s["failures"].items())
+    assert s["completed"] == 2 and s["failed"] == 8, (s["completed"], s["failed"], reasons)
+    for why in ("malformed SSE: data is not JSON", "malformed Content-Length '-5'", "no tokens: the stream held only [DONE]",
+                "response body over 32 MiB"):
+        assert why in reasons, (why, reasons)
+    print("ok   hostile server: every bad answer fails with its reason, the results file is written")
+
+
 def main():
     global ITL_S
     if len(sys.argv) in (3, 4) and sys.argv[1] == "--serve":
@@ -193,6 +260,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_sweep(srv, Path(tmp))
         check_chat_sharegpt(srv, Path(tmp))
+        check_hostile(Path(tmp))
     srv.shutdown()
     print("ok")
 

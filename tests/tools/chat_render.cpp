@@ -2,7 +2,7 @@
 // compares it with jinja2.
 //
 //   mo_tool_chat_render TEMPLATE CONTEXT.json             the rendering, byte for byte, on stdout
-//   mo_tool_chat_render --fallback TEMPLATE CONTEXT.json  through render_chat (ChatML fallback)
+//   mo_tool_chat_render --fallback TEMPLATE CONTEXT.json  through render_chat (ChatML for an empty template)
 //   mo_tool_chat_render --batch JOBS.json                 [{"template": "...", "context": {...}}, ...] ->
 //                                                         [{"output": "..."} | {"kind": ..., "message": ...}]
 //
@@ -32,6 +32,7 @@ const char* kind_name(mo::tok::ChatTemplateError::Kind kind) {
     case mo::tok::ChatTemplateError::Kind::kUnsupported: return "unsupported";
     case mo::tok::ChatTemplateError::Kind::kRaised: return "raised";
     case mo::tok::ChatTemplateError::Kind::kRuntime: return "runtime";
+    case mo::tok::ChatTemplateError::Kind::kLimit: return "limit";
   }
   return "unknown";
 }

@@ -63,6 +63,17 @@ TEST(BenchAccounting, LastEventWithoutBlankLineCounts) {
   EXPECT_EQ(s.output_tokens, 1);
 }
 
+// A fuzzer found bench aborting on a choice that is not an object (nlohmann type_error).
+TEST(BenchAccounting, AChoiceThatIsNotAnObjectIsNoTokenNotACrash) {
+  const auto t0 = Clock::now();
+  StreamAccounting a(t0);
+  a.feed("data: {\"choices\": [11111111]}\n\ndata: {\"choices\": [\"x\", {\"text\": 1}]}\n\ndata: [DONE]\n\n", t0 + ms(5));
+  RequestSample s;
+  a.finish(s, t0 + ms(10), 0);
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.error, "no tokens: the stream held only [DONE]");
+}
+
 TEST(BenchAccounting, MalformedStreamsAreFailuresWithReasons) {
   const auto t0 = Clock::now();
   {

@@ -210,11 +210,25 @@ const std::string kChatML =
     "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n"
     "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n";
 
-TEST(ChatTemplateFallback, UnsupportedTemplateBecomesChatMLWithAWarningSayingWhy) {
-  LogCapture log;
-  EXPECT_EQ(mo::tok::render_chat("{% macro f() %}x{% endmacro %}{{ f() }}", kChat, {}), kChatML);
-  EXPECT_NE(log.text().find("'macro' tag is not supported"), std::string::npos) << log.text();
-  EXPECT_NE(log.text().find("ChatML"), std::string::npos) << log.text();
+// ChatML in place of a template that cannot run would prompt the model wrongly: an error, and at load.
+TEST(ChatTemplateFallback, UnsupportedTemplateIsAnErrorNotChatML) {
+  const std::string macro = "{% macro f() %}x{% endmacro %}{{ f() }}";
+  try {
+    mo::tok::render_chat(macro, kChat, {});
+    ADD_FAILURE() << "rendered";
+  } catch (const ChatTemplateError& e) {
+    EXPECT_EQ(e.kind(), ChatTemplateError::Kind::kUnsupported);
+  }
+  try {
+    mo::tok::check_chat_template(macro, "models/m.gguf");
+    ADD_FAILURE() << "accepted";
+  } catch (const mo::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("models/m.gguf: the model's chat template cannot be used: the 'macro' tag is not supported"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW(mo::tok::check_chat_template("{% if x %}unclosed", "m"), mo::UsageError);
+  EXPECT_NO_THROW(mo::tok::check_chat_template("", "m"));
+  EXPECT_NO_THROW(mo::tok::check_chat_template("{% for m in messages %}{{ m.content }}{% endfor %}", "m"));
 }
 
 TEST(ChatTemplateFallback, EmptyTemplateBecomesChatML) {
@@ -284,3 +298,45 @@ TEST(ChatTemplateSource, GgufGivesTemplateAndTokenTexts) {
 }
 
 }  // namespace
+
+namespace {
+
+ChatTemplateError limit_error(const std::string& tmpl) {
+  const auto e = render_error(tmpl);
+  EXPECT_EQ(e.kind(), ChatTemplateError::Kind::kLimit) << e.what();
+  return e;
+}
+
+std::string repeated(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+}  // namespace
+
+// Hostile templates end in a clear error, never a crash, a hang or memory exhaustion.
+TEST(ChatTemplateLimits, DeepNestingIsRefusedNotAStackOverflow) {
+  EXPECT_NE(std::string(limit_error("{{ " + repeated("(", 4500) + "1" + repeated(")", 4500) + " }}").what()).find("nests deeper than"),
+            std::string::npos);
+  limit_error("{{ " + repeated("[", 5300) + repeated("]", 5300) + " }}");
+  limit_error("{{ " + repeated("not ", 5000) + "1 }}");
+  limit_error("{{ " + repeated("-", 5000) + "1 }}");
+  limit_error(repeated("{% if true %}", 3000) + repeated("{% endif %}", 3000));
+  limit_error("{{ 1" + repeated(" + 1", 100000) + " }}");  // a left-deep chain, as deep as it is long
+  limit_error("{{ x" + repeated(".a", 100000) + " }}");
+  EXPECT_EQ(mo::tok::render_chat_template("{{ " + repeated("(", 50) + "1" + repeated(")", 50) + " }}", Json::object()), "1");
+}
+
+TEST(ChatTemplateLimits, RunawayLoopsAndGrowthStop) {
+  EXPECT_NE(std::string(limit_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}").what())
+                .find("evaluation steps"),
+            std::string::npos);
+  limit_error("{{ 'x' * 1000000000 }}");
+  limit_error("{{ [1, 2] * 1000000000 }}");
+  limit_error("{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}");
+  limit_error("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(64) %}{% set ns.s = ns.s.replace('x', 'xx') %}{% endfor %}");
+  limit_error("{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = [ns.s, ns.s] | join %}{% endfor %}");
+  limit_error("{{ {'a': [1, 2]} | tojson(indent=99999999) }}");
+  limit_error(repeated("{{ 'x' * 10000000 }}", 8));  // each piece fits, the output does not
+}

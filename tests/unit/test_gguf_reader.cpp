@@ -612,4 +612,16 @@ TEST(JsonFile, ErrorsNameTheFileAndByte) {
   EXPECT_THROW(mo::io::read_json(write_temp("empty.json", std::vector<uint8_t>{})), mo::Error);
 }
 
+// nlohmann reports a number beyond a double's range as out_of_range, not parse_error (a fuzzer found it).
+TEST(JsonFile, ANumberTooLargeIsAnErrorNamingTheFile) {
+  const std::string text = R"({"hidden_size": 64, "rope_theta": 1e99999})";
+  const std::string path = write_temp("huge.json", std::vector<uint8_t>(text.begin(), text.end()));
+  try {
+    mo::io::read_json(path);
+    FAIL() << "no error";
+  } catch (const mo::Error& e) {
+    EXPECT_TRUE(contains(e.what(), path + ": invalid JSON: number overflow parsing '1e99999'")) << e.what();
+  }
+}
+
 }  // namespace

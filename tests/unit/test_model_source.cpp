@@ -142,3 +142,31 @@ TEST(GgufShape, Stories260KNormAndRopeSettings) {
 }
 
 }  // namespace
+
+// Numbers a file gives that become sizes, divisors or float parameters are checked with their ranges.
+TEST(HfConfig, OutOfRangeHyperparametersNameTheKey) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"max_position_embeddings", 4294967295LL}}, "key 'max_position_embeddings': expected a token count in [1, 16777216], got 4294967295"},
+      {{{"max_position_embeddings", 2147483648LL}}, "key 'max_position_embeddings'"},
+      {{{"rms_norm_eps", 0.0}}, "key 'rms_norm_eps': expected a number in (0, 1), got 0"},
+      {{{"rms_norm_eps", -1e-5}}, "key 'rms_norm_eps'"},
+      {{{"rope_theta", 1.8446744073709552e19}}, "key 'rope_theta': expected a number in (1, 1e12]"},
+      {{{"hidden_act", 7}}, "key 'hidden_act': expected \"silu\", got 7"},
+      {{{"hidden_act", "gelu"}}, "key 'hidden_act': expected \"silu\", got \"gelu\""},
+      {{{"bos_token_id", 32000}}, "key 'bos_token_id': expected a token id in [0, 32000), got 32000"},
+      {{{"eos_token_id", json::array({2, -7})}}, "key 'eos_token_id': expected token ids in [0, 32000), got -7"},
+  };
+  for (const auto& [patch, expected] : cases) {
+    auto c = llama2_7b_config();
+    c.update(patch);
+    try {
+      mo::model::shape_from_hf_config(c, "m/config.json");
+      ADD_FAILURE() << "accepted " << patch.dump();
+    } catch (const mo::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("m/config.json: " + expected), std::string::npos) << e.what();
+    }
+  }
+  auto ok = llama2_7b_config();
+  ok["hidden_act"] = "silu";
+  EXPECT_NO_THROW(mo::model::shape_from_hf_config(ok, "m/config.json"));
+}

@@ -392,8 +392,9 @@ TEST(SamplerParams, ValidateNamesTheParameterAndTheRange) {
       {{.top_p = 0}, "top_p: expected a number in (0, 1], got 0"},
       {{.top_k = -2}, "top_k: expected -1 or 0 (all tokens) or an integer >= 1, got -2"},
       {{.min_p = 1.01}, "min_p: expected a number in [0, 1], got 1.01"},
-      {{.repetition_penalty = 0}, "repetition_penalty: expected a finite number > 0, got 0"},
-      {{.repetition_penalty = INFINITY}, "repetition_penalty: expected a finite number > 0, got inf"},
+      {{.repetition_penalty = 0}, "repetition_penalty: expected a number in [0.001, 1000], got 0"},
+      {{.repetition_penalty = INFINITY}, "repetition_penalty: expected a number in [0.001, 1000], got inf"},
+      {{.repetition_penalty = 1e-45}, "repetition_penalty: expected a number in [0.001, 1000], got 1e-45"},  // every logit became inf
       {{.presence_penalty = 2.5}, "presence_penalty: expected a number in [-2, 2], got 2.5"},
       {{.frequency_penalty = -3}, "frequency_penalty: expected a number in [-2, 2], got -3"},
       {{.max_tokens = 0}, "max_tokens: expected an integer >= 1, got 0"},

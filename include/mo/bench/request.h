@@ -13,6 +13,9 @@
 
 namespace mo::bench {
 
+// A response body past this is a runaway server: the request fails instead of filling memory.
+inline constexpr std::size_t kMaxResponseBytes = std::size_t{32} << 20;
+
 using Clock = std::chrono::steady_clock;
 
 struct EndpointOptions {

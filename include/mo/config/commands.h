@@ -62,7 +62,9 @@ struct ServeConfig {
   std::int64_t threads = 0;
   std::string api_key;                           // empty = no authentication
   double request_timeout = 600;                  // seconds
-  std::int64_t max_queue_len = 1024;             // waiting requests before 503
+  std::int64_t max_queue_len = 1024;             // waiting requests before 429
+  std::int64_t max_connections = 1024;           // client connections served at once; idle and slow ones too
+  double read_timeout = 60;                      // seconds a client has to send its headers, and again its body
   std::string device = "auto";
   double shutdown_timeout = 30;                  // seconds in-flight requests get to finish after SIGINT/SIGTERM
   std::int64_t default_max_tokens = 0;           // output cap when a request gives none; 0 = the rest of max_model_len (completions: 16)

@@ -72,6 +72,16 @@ struct ModelShape {
 // size is missing or inconsistent (heads not dividing hidden, kv heads not dividing heads).
 std::vector<WeightTensor> tensors_from_hparams(const Hparams& hp);
 
+// The file keys the hyperparameters came from, for error messages ("llama.context_length" or
+// "max_position_embeddings").
+struct HparamKeys {
+  std::string context_length, rms_norm_eps, rope_theta, bos_token_id, eos_token_id;
+};
+inline constexpr std::int64_t kMaxContextLength = std::int64_t{1} << 24;  // 16M tokens: more than any model ships
+// Every number a file gives that later becomes a size, a divisor or a float parameter, checked with its
+// range: throws UsageError "<src>: key '<key>': expected ..., got ...".
+void validate_hparams(const Hparams& hp, const std::string& src, const HparamKeys& keys);
+
 // KV-cache bytes one token takes: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
 std::uint64_t kv_bytes_per_token(const Hparams& hp, double bytes_per_element);
 

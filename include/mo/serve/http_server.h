@@ -1,9 +1,10 @@
 #pragma once
 // The OpenAI-compatible HTTP front end (cpp-httplib): routes, bearer-token check, JSON errors in
-// OpenAI's shape, SSE streaming. Each request runs on an httplib worker thread and talks to the
-// ServingLoop through a RequestStream.
+// OpenAI's shape, SSE streaming. Each connection runs on a thread of its own (connection_threads.h) and
+// its requests talk to the ServingLoop through a RequestStream.
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "mo/serve/openai_request.h"
 #include "mo/serve/serving_loop.h"
@@ -14,8 +15,9 @@ struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key;        // empty = no check
-  int worker_threads = 64;    // connections served at once (each streaming client holds one)
+  int max_connections = 1024;  // connections served at once, a thread each; slow clients hold only their own
   std::size_t max_body_bytes = 32u << 20;  // larger bodies get 413
+  double read_timeout_s = 60;  // to send the request headers after connecting, and again the body after them
 };
 
 class HttpServer {
@@ -26,8 +28,14 @@ class HttpServer {
   void bind();
   // Serves until stop(); call bind() first.
   void serve();
+  // Waits up to `seconds` for open streams to write their last chunk and [DONE] (httplib cuts a stream
+  // short once stop() is called).
+  void drain_streams(double seconds);
   void stop();
   int port() const;
+  // One request given as raw bytes (a connection's whole input), processed as a connection's would be but
+  // in memory: the bytes written back. For the fuzz target and tests; needs no bind().
+  std::string answer(std::string_view raw_request);
 
  private:
   struct Impl;

@@ -20,6 +20,7 @@ class ApiError : public std::runtime_error {
       : std::runtime_error(message), status(status), param(std::move(param)), type(std::move(type)), code(std::move(code)) {}
   int status;
   std::string param, type, code;
+  int retry_after_s = 0;  // > 0: sent as Retry-After (429 queue full), which OpenAI and vLLM clients honour
 };
 
 // {"error": {"message", "type", "param", "code"}}

@@ -42,6 +42,7 @@ class ChatTemplateError : public Error {
     kUnsupported,  // valid Jinja that this subset does not implement (macro, an unknown filter, ...)
     kRaised,       // the template called raise_exception("...")
     kRuntime,      // evaluation failed as it would in jinja2 (attribute of an undefined value, 'a' + 1, ...)
+    kLimit,        // nesting, evaluation steps, string or list sizes past the bounds in jinja_limits.h
   };
   ChatTemplateError(Kind kind, std::string message, int line, int column);
 
@@ -72,12 +73,15 @@ std::string render_chat_template(const std::string& tmpl, const nlohmann::ordere
 // "<|im_start|>assistant\n" when add_generation_prompt.
 std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt);
 
-// render_chat_template, except that an empty template or one this subset cannot run (a syntax error or
-// an unsupported construct) falls back to render_chatml with a warning that says why. Errors the
-// template raises on purpose (raise_exception, e.g. roles that do not alternate) and runtime errors
-// still throw ChatTemplateError: ChatML would silently give the model a prompt it was not trained on.
+// render_chat_template, except that an empty template falls back to render_chatml with a warning. A
+// template that cannot run throws ChatTemplateError: ChatML would silently give the model a prompt it
+// was not trained on (check_chat_template refuses such a template when the model is loaded).
 std::string render_chat(const std::string& tmpl, const std::vector<ChatMessage>& messages,
                         const ChatTemplateOptions& opt);
+
+// Parses `tmpl` (an empty one is fine: ChatML). Throws UsageError "<where>: the model's chat template
+// cannot be used: ... (line, column)" for a template that does not parse or uses what this subset lacks.
+void check_chat_template(const std::string& tmpl, const std::string& where);
 
 // The template a model ships and the special tokens it refers to.
 struct ModelChatTemplate {

@@ -12,8 +12,8 @@
 #include "ftile.h"
 
 #if defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#include "simd_target.h"
+MO_SIMD_TARGET_PUSH("avx2,fma,f16c")
 
 #include "ftile_blocking.h"
 
@@ -128,7 +128,7 @@ RowRange kernel_avx2(std::uint32_t type) {
 
 }  // namespace mo::ops::ftile
 
-#pragma GCC pop_options
+MO_SIMD_TARGET_POP
 #else
 namespace mo::ops::ftile {
 RowRange kernel_avx2(std::uint32_t) { return nullptr; }

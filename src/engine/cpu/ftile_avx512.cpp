@@ -12,8 +12,8 @@
 #include "ftile.h"
 
 #if defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma,f16c")
+#include "simd_target.h"
+MO_SIMD_TARGET_PUSH("avx512f,avx2,fma,f16c")
 // GCC 12 warns about the deliberately undefined upper lanes inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -131,7 +131,7 @@ RowRange kernel_avx512(std::uint32_t type) {
 
 }  // namespace mo::ops::ftile
 
-#pragma GCC pop_options
+MO_SIMD_TARGET_POP
 #else
 namespace mo::ops::ftile {
 RowRange kernel_avx512(std::uint32_t) { return nullptr; }

@@ -2,8 +2,8 @@
 #include "q4z.h"
 
 #if defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#include "simd_target.h"
+MO_SIMD_TARGET_PUSH("avx2,fma,f16c")
 #include "q4z_tile.h"
 
 namespace mo::ops::q4z {
@@ -15,12 +15,13 @@ struct DotAvx2 {
 }  // namespace
 
 q8::Kernel kernel_avx2() {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) return nullptr;
+  // F16C comes with AVX2 on every CPU (Haswell, Zen); clang 14 cannot test for it.
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return nullptr;
   return tile::kernel<DotAvx2, 2, 4, 4>;  // 16 ymm registers: at most 8 accumulators
 }
 
 }  // namespace mo::ops::q4z
-#pragma GCC pop_options
+MO_SIMD_TARGET_POP
 #else
 namespace mo::ops::q4z {
 q8::Kernel kernel_avx2() { return nullptr; }

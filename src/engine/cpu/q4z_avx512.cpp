@@ -3,8 +3,8 @@
 #include "q4z.h"
 
 #if defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512vnni,avx2,fma,f16c")
+#include "simd_target.h"
+MO_SIMD_TARGET_PUSH("avx512f,avx512vl,avx512vnni,avx2,fma,f16c")
 #include "q4z_tile.h"
 
 namespace mo::ops::q4z {
@@ -21,7 +21,7 @@ q8::Kernel kernel_avx512() {
 }
 
 }  // namespace mo::ops::q4z
-#pragma GCC pop_options
+MO_SIMD_TARGET_POP
 #else
 namespace mo::ops::q4z {
 q8::Kernel kernel_avx512() { return nullptr; }

@@ -1,7 +1,7 @@
 // AVX2 integer-dot kernels (maddubs + madd, as ggml's AVX2 path): 2 weight rows x 4 tokens per tile.
 #if defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#include "simd_target.h"
+MO_SIMD_TARGET_PUSH("avx2,fma,f16c")
 #define MO_Q8_VNNI 0
 #include "q8_tile.h"
 #include "q8_types.h"
@@ -9,7 +9,7 @@
 namespace mo::ops::q8 {
 Kernel kernel_avx2(std::uint32_t type) { return kernel_for<2, 4>(type); }
 }  // namespace mo::ops::q8
-#pragma GCC pop_options
+MO_SIMD_TARGET_POP
 #else
 #include "q8_kernels.h"
 namespace mo::ops::q8 {

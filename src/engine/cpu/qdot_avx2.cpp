@@ -12,8 +12,8 @@
 #include "qdot.h"
 
 #if defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#include "simd_target.h"
+MO_SIMD_TARGET_PUSH("avx2,fma,f16c")
 
 namespace mo::ops::qdot {
 namespace {
@@ -254,7 +254,7 @@ RowDot row_dot_avx2(std::uint32_t type) {
 
 }  // namespace mo::ops::qdot
 
-#pragma GCC pop_options
+MO_SIMD_TARGET_POP
 #else
 namespace mo::ops::qdot {
 RowDot row_dot_avx2(std::uint32_t) { return nullptr; }

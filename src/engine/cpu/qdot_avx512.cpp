@@ -12,8 +12,8 @@
 #include "qdot.h"
 
 #if defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma,f16c")
+#include "simd_target.h"
+MO_SIMD_TARGET_PUSH("avx512f,avx2,fma,f16c")
 // GCC 12 warns about the deliberately undefined upper lanes inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -245,7 +245,7 @@ RowDot row_dot_avx512(std::uint32_t type) {
 
 }  // namespace mo::ops::qdot
 
-#pragma GCC pop_options
+MO_SIMD_TARGET_POP
 #else
 namespace mo::ops::qdot {
 RowDot row_dot_avx512(std::uint32_t) { return nullptr; }

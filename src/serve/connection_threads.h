@@ -1,0 +1,68 @@
+#pragma once
+// Connections served each on a thread of its own, up to a cap (then they wait for one to end), so that
+// slow or idle clients never hold the threads other requests and /health need; and a way to notice that
+// the client of a request has gone, which httplib 0.11 does not offer.
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace mo::serve {
+
+// The shape of httplib::TaskQueue, kept free of httplib's headers; http_server.cpp adapts it.
+// Held by shared_ptr: a connection's thread keeps it alive until that thread ends.
+class ConnectionThreads : public std::enable_shared_from_this<ConnectionThreads> {
+ public:
+  explicit ConnectionThreads(std::size_t max_connections) : cap_(max_connections) {}
+  // Runs fn on a new thread, or queues it while `max_connections` run.
+  void enqueue(std::function<void()> fn);
+  // Waits up to wait_s for the connections to end, then shuts the client sockets on `port` (a slow client
+  // would otherwise hold its thread) and waits up to wait_s more.
+  void shutdown(double wait_s, int port);
+  std::size_t active() const;
+
+ private:
+  void run(std::function<void()> fn);
+  const std::size_t cap_;
+  mutable std::mutex mu_;
+  std::condition_variable done_;
+  std::size_t active_ = 0;
+  std::deque<std::function<void()>> waiting_;
+};
+
+// Closes a connection whose client has not sent its request headers within `timeout_s` of connecting,
+// or its body within `timeout_s` after the headers (httplib 0.11 bounds only each read, so a client sending
+// a byte every few seconds would hold its connection for good). Polls this process's sockets on `port`.
+class RequestReadDeadline {
+ public:
+  RequestReadDeadline(int port, double timeout_s);
+  ~RequestReadDeadline();
+  void headers_read(const std::string& addr, int port);  // the request of this peer reached routing
+  void body_read(const std::string& addr, int port);     // its handler runs: no deadline any more
+
+ private:
+  struct Conn;
+  void watch();
+  const int port_;
+  const std::chrono::steady_clock::duration timeout_;
+  std::mutex mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::map<std::string, Conn> conns_;  // by peer "addr:port"
+  std::thread thread_;
+};
+
+// The connected socket of this process whose peer is addr:port (the request's client), or -1.
+int socket_of_peer(const std::string& addr, int port);
+// True when the peer has closed its side of `fd` (or the socket failed): nothing will read the answer.
+bool peer_gone(int fd);
+// shutdown(SHUT_RDWR) on every connected socket of this process whose local port is `port`.
+void shut_client_sockets(int port);
+
+}  // namespace mo::serve

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""`serve` on stories260K against protocol abuse, over raw sockets on loopback:
+- two Content-Length headers, or Content-Length with Transfer-Encoding: 400 and the connection closed;
+- a full queue: 429 with Retry-After (503 stays for shutting down);
+- sampling parameters whose math would not stay finite (repetition_penalty 1e-45): 400 naming the field;
+- the API key: wrong, a prefix of the right one, or longer: 401; right: 200;
+- two pipelined requests: the first answered with `Connection: close` at once, not a 5 s idle.
+After each, the server still answers /health and a normal request and ends with 0 KV blocks used.
+"""
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from serve_process import serving
+
+STORIES = Path(os.environ["MO_SHARED_DATA"]) / "models" / "stories260K.gguf"
+KEY = "sk-protocol-test"
+
+
+def raw(port, data, timeout=30):
+    """Sends bytes, returns everything the server answers until it closes (or the timeout)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+        except socket.timeout:
+            pass
+        return out
+
+
+def request(port, path, body=None, key=KEY, extra=b""):
+    payload = json.dumps(body).encode() if body is not None else b""
+    head = (f"{'POST' if body is not None else 'GET'} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n").encode()
+    answer = raw(port, head + extra + b"\r\n" + payload)
+    status = int(answer.split(b" ", 2)[1])
+    head_end = answer.find(b"\r\n\r\n")
+    return status, answer[:head_end].decode("latin-1"), answer[head_end + 4:]
+
+
+def completion(max_tokens=4, **extra):
+    return {"model": "stories260K", "prompt": "Once upon a time", "max_tokens": max_tokens, "temperature": 0, **extra}
+
+
+def metric(port, name):
+    for line in request(port, "/metrics")[2].decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def healthy(port):
+    """Answers /health and a completion, and ends with no request running and every KV block free."""
+    assert request(port, "/health")[0] == 200
+    status, _, body = request(port, "/v1/completions", completion())
+    assert status == 200 and json.loads(body)["choices"][0]["text"], body
+    deadline = time.time() + 3
+    while metric(port, "mo:num_requests_running") != 0 or metric(port, "mo:kv_blocks_used") != 0:
+        assert time.time() < deadline, "requests still running or KV blocks still held"
+        time.sleep(0.05)
+
+
+def main():
+    with serving(STORIES, "--api_key", KEY, "--threads", "2", "--max_num_seqs", "1", "--max_queue_len", "1") as port:
+        body = json.dumps(completion()).encode()
+        for label, framing in (("two Content-Length", f"Content-Length: {len(body)}\r\nContent-Length: {len(body) + 5}\r\n"),
+                               ("Content-Length and chunked", f"Content-Length: {len(body)}\r\nTransfer-Encoding: chunked\r\n")):
+            smuggled = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+            answer = raw(port, (f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n{framing}\r\n").encode()
+                         + body + smuggled, timeout=10)
+            assert answer.startswith(b"HTTP/1.1 400"), (label, answer[:300])
+            assert answer.count(b"HTTP/1.1 ") == 1, (label, "the smuggled request was answered", answer)
+            print(f"ok   {label}: 400, connection closed")
+        healthy(port)
+
+        status, _, body = request(port, "/v1/completions", completion(repetition_penalty=1e-45))
+        err = json.loads(body)["error"]
+        assert status == 400 and err["param"] == "repetition_penalty" and "[0.001, 1000]" in err["message"], (status, err)
+        healthy(port)
+        print("ok   repetition_penalty 1e-45: 400 naming the field")
+
+        for key in ("wrong", KEY[:-1], KEY + "x", ""):
+            assert request(port, "/v1/models", key=key)[0] == 401, key
+        assert request(port, "/v1/models")[0] == 200
+        print("ok   API key: wrong, prefix and longer keys refused")
+
+        # Pipelined: the first is answered and the connection closed at once (clients resend the rest).
+        get = f"GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n\r\n".encode()
+        started = time.monotonic()
+        answer = raw(port, get + get, timeout=10)
+        took = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 200") and b"Connection: close" in answer, answer[:300]
+        assert took < 2, f"the connection idled {took:.1f} s after a pipelined request"
+        healthy(port)
+        print(f"ok   pipelined requests: first answered, connection closed after {took:.2f} s")
+
+        # One sequence runs, one waits: of four sent at once at least one finds the queue full.
+        long_body = completion(max_tokens=1500, ignore_eos=True)
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(request(port, "/v1/completions", long_body))) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        busy = [r for r in results if r[0] == 429]
+        assert busy and all(r[0] in (200, 429) for r in results), [r[0] for r in results]
+        assert all("Retry-After: 1" in h and json.loads(b)["error"]["code"] == "queue_full" for _, h, b in busy), busy[0]
+        healthy(port)
+        print("ok   full queue: 429 with Retry-After")
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
