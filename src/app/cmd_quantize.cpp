@@ -52,7 +52,11 @@ report::ReportPaths evaluate_output(const config::QuantizeConfig& cfg, const qua
     ctx.method = method_label(cfg);
     ctx.command = report::invoking_command_line();
     ctx.decisions = report::summarize_decisions(r.output.ends_with(".gguf") ? r.output + ".decisions.jsonl" : r.output + "/decisions.jsonl");
-    ctx.notes.push_back(fmt::format("Calibration: {} ({} samples, {} tokens).", r.calibration, r.calibration_samples, r.calibration_tokens));
+    ctx.notes.push_back(r.calibration_used_samples > 0 && r.calibration_used_samples < r.calibration_samples
+                            ? fmt::format("Calibration: {} ({} samples, {} tokens; the calibration passes read {} of the samples, {} tokens).",
+                                          r.calibration, r.calibration_samples, r.calibration_tokens, r.calibration_used_samples,
+                                          r.calibration_used_tokens)
+                            : fmt::format("Calibration: {} ({} samples, {} tokens).", r.calibration, r.calibration_samples, r.calibration_tokens));
     if (eval::tasks_limited(e))
       ctx.notes.push_back(fmt::format("Tasks are limited to their first {} items (eval_limit): a quick run, not the full sets.", cfg.eval_limit));
     if (eval::ppl_limited(e))

@@ -24,12 +24,11 @@ void round_f16(std::vector<float>& v) {
 struct StageCaptured {};
 
 // Inputs captured by run_layer's observer: every `stride`-th calibration token (up to a cap), plus for
-// GPTQ the Hessian of one stage's input (over all tokens). Without a Hessian only every
-// `sample_stride`-th sample is run, whole, which halves the time of a layer.
+// GPTQ the Hessian of one stage's input (over all tokens). Without a Hessian the samples are the
+// observed_samples() already, taken whole (stride 1) up to the cap.
 struct Capture {
   LayerInputs in;
   std::int64_t stride = 1, cap = 0;
-  std::int64_t sample_stride = 1;
   std::vector<std::int64_t> rows;                // the current sample's rows to keep
   std::unique_ptr<HessianAccumulator> hessian;   // of hessian_of's input
   LinearId hessian_of = LinearId::q;
@@ -62,14 +61,13 @@ int stage_of(LinearId id) {
   }
 }
 
+// Every stride-th of `total` tokens gives about capture_tokens of them.
+std::int64_t capture_stride(std::int64_t total, std::int64_t cap) { return cap > 0 ? std::max<std::int64_t>(1, total / cap) : total + 1; }
+
 Capture new_capture(std::int64_t total, const PipelineSettings& s, bool need_inputs) {
   Capture cap;
   cap.cap = need_inputs ? std::min(s.capture_tokens, total) : 0;
-  cap.stride = cap.cap > 0 ? std::max<std::int64_t>(1, total / cap.cap) : total + 1;
-  if (s.method != "gptq" && cap.cap > 0) {
-    cap.sample_stride = cap.stride;
-    cap.stride = 1;
-  }
+  cap.stride = s.method == "gptq" ? capture_stride(total, cap.cap) : 1;
   return cap;
 }
 
@@ -78,7 +76,7 @@ void run_all(SourceModel& src, int layer, std::vector<float>& hidden, const std:
   const std::int64_t total = static_cast<std::int64_t>(hidden.size()) / h;
   std::vector<float> tmp;
   engine::LinearObserver obs = [&](int, LinearId id, const float* x, std::int64_t n, std::int64_t dim) { cap->observe(id, x, n, dim); };
-  for (std::size_t s = 0; s < starts.size(); s += cap ? cap->sample_stride : 1) {
+  for (std::size_t s = 0; s < starts.size(); ++s) {
     const std::int64_t first = starts[s], n = (s + 1 < starts.size() ? starts[s + 1] : total) - first;
     float* rows = hidden.data() + first * h;
     if (cap) cap->begin_sample(first, n);
@@ -143,6 +141,16 @@ void unify_group(int g, std::vector<LinearPlan>& plans, Fn raise) {
 }
 
 }  // namespace
+
+std::vector<std::size_t> observed_samples(const std::vector<std::int64_t>& lengths, const PipelineSettings& s) {
+  std::vector<std::size_t> out;
+  std::int64_t total = 0;
+  for (std::int64_t n : lengths) total += n;
+  const std::int64_t cap = std::min(s.capture_tokens, total);
+  const std::size_t step = s.method == "gptq" || cap <= 0 ? 1 : static_cast<std::size_t>(capture_stride(total, cap));
+  for (std::size_t i = 0; i < lengths.size(); i += step) out.push_back(i);
+  return out;
+}
 
 LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts,
                             const PipelineSettings& s) {

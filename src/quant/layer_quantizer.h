@@ -43,7 +43,13 @@ struct LayerOutcome {
   std::string awq_summary;                 // one line per layer for the log (AWQ only)
 };
 
-// hidden: [tokens, hidden] f32, the samples back to back (sample s starts at row starts[s]).
+// The calibration samples a method's layer captures read: GPTQ's Hessians take every token; AWQ's search
+// and the sensitivity check take every token of every stride-th sample up to capture_tokens, so the
+// other samples need never be run (indices into `lengths`, in order).
+std::vector<std::size_t> observed_samples(const std::vector<std::int64_t>& lengths, const PipelineSettings& s);
+
+// hidden: [tokens, hidden] f32, the samples back to back (sample s starts at row starts[s]); for methods
+// other than GPTQ, only the observed_samples().
 LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts,
                             const PipelineSettings& s);
 

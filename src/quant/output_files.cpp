@@ -179,7 +179,12 @@ std::string quantization_summary(const QuantizeReport& rep) {
   }
   std::string parts;
   for (const auto& [f, n] : counts) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, f);
-  std::string calib = rep.calibration_samples > 0 ? fmt::format("; calibrated on {} samples ({} tokens)", rep.calibration_samples, rep.calibration_tokens) : "";
+  std::string calib;
+  if (rep.calibration_used_samples > 0 && rep.calibration_used_samples < rep.calibration_samples)
+    calib = fmt::format("; calibrated on {} of {} samples ({} of {} tokens)", rep.calibration_used_samples, rep.calibration_samples,
+                        rep.calibration_used_tokens, rep.calibration_tokens);
+  else if (rep.calibration_samples > 0)
+    calib = fmt::format("; calibrated on {} samples ({} tokens)", rep.calibration_samples, rep.calibration_tokens);
   return fmt::format("{}: linears {}{}{}", rep.method, parts, head, calib);
 }
 
@@ -218,7 +223,8 @@ void write_output_files(const std::string& dir_s, const SourceModel& src, const 
       {"fallback_bits", s.fallback_bits},
       {"skip_layers", cfg.skip_layers},
       {"calibration", {{"source", cfg.calibration_data}, {"description", rep.calibration}, {"samples", rep.calibration_samples},
-                       {"tokens", rep.calibration_tokens}, {"seq_len", cfg.max_seq_len}}},
+                       {"tokens", rep.calibration_tokens}, {"samples_used", rep.calibration_used_samples},
+                       {"tokens_used", rep.calibration_used_tokens}, {"seq_len", cfg.max_seq_len}}},
       {"summary", rep.summary},
       {"name_suggestion", rep.name_suggestion},
       {"seconds", rep.seconds},

@@ -117,9 +117,22 @@ QuantizeReport quantize_model(const config::QuantizeConfig& cfg) {
       }
       samples = std::move(set.samples);
     }
-    for (const auto& smp : samples) rep.calibration_tokens += static_cast<std::int64_t>(smp.size());
+    std::vector<std::int64_t> lengths;
+    for (const auto& smp : samples) lengths.push_back(static_cast<std::int64_t>(smp.size()));
+    for (std::int64_t n : lengths) rep.calibration_tokens += n;
     rep.calibration_samples = static_cast<std::int64_t>(samples.size());
     log::info("calibration: {} ({} samples, {} tokens)", rep.calibration, rep.calibration_samples, rep.calibration_tokens);
+    std::vector<std::vector<std::int32_t>> used;
+    for (std::size_t i : observed_samples(lengths, s)) {
+      rep.calibration_used_tokens += lengths[i];
+      used.push_back(std::move(samples[i]));
+    }
+    samples = std::move(used);
+    rep.calibration_used_samples = static_cast<std::int64_t>(samples.size());
+    if (rep.calibration_used_samples < rep.calibration_samples)
+      log::info("calibration: {} reads {} evenly spaced samples of the {} ({} tokens, its budget {}); the others are not run",
+                s.method == "awq" ? "AWQ's search and the sensitivity check" : "the sensitivity check", rep.calibration_used_samples,
+                rep.calibration_samples, rep.calibration_used_tokens, s.capture_tokens);
   }
 
   convert::StagedOutput staged(cfg.output_path, dummy ? std::string() : cfg.model_path);

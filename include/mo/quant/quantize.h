@@ -35,6 +35,9 @@ struct QuantizeReport {
   std::string input, output, method, summary, name_suggestion;
   std::string calibration;     // one-line description of the calibration data
   std::int64_t calibration_samples = 0, calibration_tokens = 0;
+  // What the layer captures read of them (AWQ and the sensitivity check: evenly spaced whole samples up to
+  // a token budget; GPTQ: all); the rest are never run.
+  std::int64_t calibration_used_samples = 0, calibration_used_tokens = 0;
   std::vector<LinearDecision> decisions;
   std::vector<std::string> notes;  // warnings and method facts, in the order they happened
   std::uint64_t input_bytes = 0, output_bytes = 0;
