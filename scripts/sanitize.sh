@@ -5,12 +5,13 @@
 # By default the mutation run is a fixed number of inputs from a fixed seed, so the same tree gives the same
 # result on any machine (CI must not fail on a change because a faster machine got further); hunting for new
 # findings is a longer run with a random seed: FUZZ_SEED=0 FUZZ_SECONDS=600 scripts/sanitize.sh.
-#   FUZZ_RUNS=20000 (inputs per target; 0 = corpus only)   FUZZ_TARGETS="gguf chat_template" (default: all)
+#   FUZZ_RUNS=100000 (inputs per target; 0 = corpus only; at most FUZZ_CAP=240 s each, so a slow CI
+#   machine stays within its time)   FUZZ_TARGETS="gguf chat_template" (default: all)
 #   FUZZ_SEED=1 (0 = random)   FUZZ_SECONDS (a time per target instead of FUZZ_RUNS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-}
-runs=${FUZZ_RUNS:-20000}
+runs=${FUZZ_RUNS:-100000}
 
 scripts/install-deps.sh clang libclang-rt-14-dev >/dev/null  # clang, libFuzzer and the sanitizer runtimes
 
@@ -42,7 +43,7 @@ for t in ${FUZZ_TARGETS:-$(sed 's/fuzz_//g' <<<"$targets")}; do
     args+=(-max_total_time="$seconds")
     echo "sanitize: fuzz_$t, ${seconds} s, seed ${FUZZ_SEED:-1}"
   else
-    args+=(-runs="$runs")
+    args+=(-runs="$runs" -max_total_time="${FUZZ_CAP:-240}")
     echo "sanitize: fuzz_$t, $runs inputs, seed ${FUZZ_SEED:-1}"
   fi
   if ! build-asan/tests/fuzz/fuzz_"$t" "${args[@]}" "$work" "${seeds[@]}" >"$findings/$t.log" 2>&1; then
