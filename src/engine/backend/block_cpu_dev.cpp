@@ -7,6 +7,9 @@
 #include <span>
 #include <vector>
 
+#include <immintrin.h>
+
+#include "../cpu/simd_target.h"
 #include "cpu_ops.h"
 #include "mo/core/half.h"
 #include "mo/engine/ops/basic.h"
@@ -14,7 +17,22 @@
 
 namespace mo::engine::cpu_dev {
 
+namespace {
+
+// f16 -> f32 is exact, so the F16C path gives the same floats as f16_to_f32 (attention widens the whole
+// KV context with it at every step).
+MO_SIMD_TARGET_PUSH("avx2,fma,f16c")
+void f16_row_to_f32_f16c(const std::uint16_t* src, float* dst, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+MO_SIMD_TARGET_POP
+
+}  // namespace
+
 void f16_row_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
+  if (ops::simd_level() != ops::SimdLevel::scalar) return f16_row_to_f32_f16c(src, dst, n);
   for (std::int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
 
@@ -119,19 +137,27 @@ namespace {
 // [head_dim, ctx] when transposed (a query's scores over all positions are then one vector loop).
 void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int ctx, int kvh, float* out, bool transposed) {
   const int hd = a.head_dim;
-  thread_local std::vector<float> row_buf;
-  row_buf.resize(hd);
-  for (int p = 0; p < ctx; ++p) {
-    const std::int64_t slot = static_cast<std::int64_t>(table[p / a.block_size]) * a.block_size + p % a.block_size;
-    const std::int64_t at = (slot * a.num_kv_heads + kvh) * hd;
-    float* dst = transposed ? row_buf.data() : out + static_cast<std::int64_t>(p) * hd;
-    if (a.k_cache_f32) {
-      std::memcpy(dst, (values ? a.v_cache_f32 : a.k_cache_f32) + at, hd * sizeof(float));
-    } else {
-      f16_row_to_f32((values ? a.v_cache : a.k_cache) + at, dst, hd);
+  constexpr int kBlock = 8;  // positions widened together, then written transposed 8 contiguous floats at a time
+  thread_local std::vector<float> rows;
+  rows.resize(static_cast<std::size_t>(kBlock) * hd);
+  for (int p0 = 0; p0 < ctx; p0 += kBlock) {
+    const int m = std::min(kBlock, ctx - p0);
+    for (int j = 0; j < m; ++j) {
+      const int p = p0 + j;
+      const std::int64_t slot = static_cast<std::int64_t>(table[p / a.block_size]) * a.block_size + p % a.block_size;
+      const std::int64_t at = (slot * a.num_kv_heads + kvh) * hd;
+      float* dst = transposed ? rows.data() + static_cast<std::int64_t>(j) * hd : out + static_cast<std::int64_t>(p) * hd;
+      if (a.k_cache_f32) {
+        std::memcpy(dst, (values ? a.v_cache_f32 : a.k_cache_f32) + at, hd * sizeof(float));
+      } else {
+        f16_row_to_f32((values ? a.v_cache : a.k_cache) + at, dst, hd);
+      }
     }
     if (transposed)
-      for (int d = 0; d < hd; ++d) out[static_cast<std::int64_t>(d) * ctx + p] = dst[d];
+      for (int d = 0; d < hd; ++d) {
+        float* o = out + static_cast<std::int64_t>(d) * ctx + p0;
+        for (int j = 0; j < m; ++j) o[j] = rows[static_cast<std::size_t>(j) * hd + d];
+      }
   }
 }
 
