@@ -14,6 +14,9 @@ namespace {
 // How long an idle thread spins before it sleeps: long enough to span the gap between the ops of one
 // forward step (so workers stay hot), short enough that an oversubscribed machine is not burnt on it.
 constexpr auto kSpin = std::chrono::microseconds(200);
+// How long the caller waits for a worker to start its chunk before running it itself: a worker that is
+// merely late starts within this; one the OS has descheduled would cost a time slice (milliseconds).
+constexpr auto kSteal = std::chrono::microseconds(50);
 
 inline void cpu_relax() {
 #if defined(__x86_64__)
@@ -21,10 +24,10 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins on `done()` for up to kSpin; true if it became true.
+// Spins on `done()` for up to `limit`; true if it became true.
 template <class F>
-bool spin_until(F done) {
-  const auto until = std::chrono::steady_clock::now() + kSpin;
+bool spin_until(F done, std::chrono::microseconds limit = kSpin) {
+  const auto until = std::chrono::steady_clock::now() + limit;
   for (int i = 0;; ++i) {
     if (done()) return true;
     cpu_relax();
@@ -37,6 +40,8 @@ bool spin_until(F done) {
 ThreadPool::ThreadPool(int n_threads) {
   int n = n_threads > 0 ? n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   chunks_.assign(n, {0, 0});
+  claimed_ = std::make_unique<std::atomic<std::uint64_t>[]>(n);
+  for (int i = 0; i < n; ++i) claimed_[i].store(0);
   for (int i = 1; i < n; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
@@ -50,6 +55,25 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+bool ThreadPool::claim(int index, std::uint64_t gen) {
+  std::uint64_t expected = gen - 1;  // parallel_for marks the job's chunks claimable as gen - 1
+  return claimed_[index].compare_exchange_strong(expected, gen, std::memory_order_acq_rel);
+}
+
+void ThreadPool::run_chunk(int index) {
+  const auto chunk = chunks_[index];
+  try {
+    (*job_)(chunk.first, chunk.second, index);
+  } catch (...) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!error_) error_ = std::current_exception();
+  }
+  if (remaining_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+    std::lock_guard<std::mutex> g(mu_);
+    done_cv_.notify_one();
+  }
+}
+
 void ThreadPool::worker(int index) {
   std::uint64_t seen = 0;
   for (;;) {
@@ -61,19 +85,8 @@ void ThreadPool::worker(int index) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_) return;
-    const auto chunk = chunks_[index];
-    if (chunk.first < chunk.second) {
-      try {
-        (*job_)(chunk.first, chunk.second, index);
-      } catch (...) {
-        std::lock_guard<std::mutex> g(mu_);
-        if (!error_) error_ = std::current_exception();
-      }
-    }
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1 && caller_sleeping_.load()) {
-      std::lock_guard<std::mutex> g(mu_);
-      done_cv_.notify_one();
-    }
+    // The caller may have run this chunk already (this thread was late), and may be on a later job.
+    if (claim(index, seen)) run_chunk(index);
   }
 }
 
@@ -87,11 +100,14 @@ void ThreadPool::parallel_for(std::int64_t begin, std::int64_t end, const std::f
     fn(begin, end, 0);
     return;
   }
-  for (int t = 0; t < size(); ++t)
-    chunks_[t] = t < threads ? std::make_pair(begin + n * t / threads, begin + n * (t + 1) / threads) : std::make_pair<std::int64_t, std::int64_t>(0, 0);
+  for (int t = 0; t < threads; ++t) chunks_[t] = {begin + n * t / threads, begin + n * (t + 1) / threads};
   job_ = &fn;
   error_ = nullptr;
-  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  remaining_.store(threads - 1, std::memory_order_relaxed);
+  const std::uint64_t gen = generation_.load() + 1;
+  // Chunks 1..threads-1 become claimable by this generation only (a worker still on an older one cannot
+  // take them under a stale chunk list: it claims with the generation it read after ours was published).
+  for (int t = 1; t < size(); ++t) claimed_[t].store(t < threads ? gen - 1 : gen, std::memory_order_release);
   generation_.fetch_add(1);  // seq_cst: a worker that saw the old generation under mu_ is counted in sleepers_
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -103,10 +119,18 @@ void ThreadPool::parallel_for(std::int64_t begin, std::int64_t end, const std::f
   } catch (...) {
     mine = std::current_exception();
   }
-  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+  const auto all_started = [&] {
+    for (int t = 1; t < threads; ++t)
+      if (claimed_[t].load(std::memory_order_acquire) != gen) return false;
+    return true;
+  };
+  if (!spin_until(all_started, kSteal))
+    for (int t = 1; t < threads; ++t)
+      if (claim(t, gen)) run_chunk(t);
+  if (!spin_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) {
     std::unique_lock<std::mutex> lock(mu_);
     caller_sleeping_.store(true);
-    done_cv_.wait(lock, [&] { return pending_.load() == 0; });
+    done_cv_.wait(lock, [&] { return remaining_.load() == 0; });
     caller_sleeping_.store(false);
   }
   if (mine) std::rethrow_exception(mine);

@@ -42,4 +42,22 @@ TEST(ThreadPool, RethrowsTheWorkersException) {
   EXPECT_EQ(sum.load(), 4950);  // still usable after an exception
 }
 
+// More threads than this machine has cores, many tiny jobs back to back: workers are often late, and
+// the caller runs their chunks; every chunk must still run exactly once, with its own index.
+TEST(ThreadPool, LateWorkersChunksRunOnceWithTheirIndex) {
+  mo::ThreadPool pool(8);
+  std::vector<std::atomic<int>> by_index(8);
+  for (int job = 0; job < 20000; ++job) {
+    for (auto& h : by_index) h = 0;
+    const std::int64_t n = 1 + job % 11;
+    std::vector<std::atomic<int>> hits(n);
+    pool.parallel_for(0, n, [&](std::int64_t b, std::int64_t e, int t) {
+      by_index[t]++;
+      for (std::int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "job " << job << " item " << i;
+    for (int t = 0; t < 8; ++t) ASSERT_LE(by_index[t].load(), 1) << "job " << job << " index " << t;
+  }
+}
+
 }  // namespace

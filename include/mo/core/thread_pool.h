@@ -2,11 +2,14 @@
 // A fixed pool of worker threads for the hot loops: parallel_for splits [begin, end) into one
 // contiguous chunk per thread (static partition, so results never depend on timing). Idle workers spin
 // briefly (so back-to-back ops of a forward step start without a wake-up) and then sleep (so an
-// oversubscribed machine degrades gently instead of burning its cores on spinning).
+// oversubscribed machine degrades gently instead of burning its cores on spinning). A chunk whose worker
+// has not started it by the time the caller is done with its own is run by the caller (same chunk, same
+// thread_index), so a worker the OS has not scheduled never stalls the step.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -31,6 +34,8 @@ class ThreadPool {
 
  private:
   void worker(int index);
+  bool claim(int index, std::uint64_t gen);  // true for the one thread that runs chunk `index` of job `gen`
+  void run_chunk(int index);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
@@ -39,10 +44,11 @@ class ThreadPool {
   const std::function<void(std::int64_t, std::int64_t, int)>* job_ = nullptr;
   std::vector<std::pair<std::int64_t, std::int64_t>> chunks_;
   std::atomic<std::uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::unique_ptr<std::atomic<std::uint64_t>[]> claimed_;  // per chunk: the generation that claimed it
+  std::atomic<int> remaining_{0};                          // chunks of the current job not finished
   std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeping_{false};
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};  // read by workers that may be late for the generation that set it
   std::exception_ptr error_;
 };
 
