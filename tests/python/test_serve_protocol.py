@@ -34,11 +34,12 @@ def raw(port, data, timeout=30):
         return out
 
 
-def request(port, path, body=None, key=KEY, extra=b""):
+def request(port, path, body=None, key=KEY, extra=b"", timeout=30):
     payload = json.dumps(body).encode() if body is not None else b""
     head = (f"{'POST' if body is not None else 'GET'} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
             f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n").encode()
-    answer = raw(port, head + extra + b"\r\n" + payload)
+    answer = raw(port, head + extra + b"\r\n" + payload, timeout)
+    assert answer, f"no answer to {path} within {timeout} s"
     status = int(answer.split(b" ", 2)[1])
     head_end = answer.find(b"\r\n\r\n")
     return status, answer[:head_end].decode("latin-1"), answer[head_end + 4:]
@@ -103,7 +104,7 @@ def main():
         # One sequence runs, one waits: of four sent at once at least one finds the queue full.
         long_body = completion(max_tokens=1500, ignore_eos=True)
         results = []
-        threads = [threading.Thread(target=lambda: results.append(request(port, "/v1/completions", long_body))) for _ in range(4)]
+        threads = [threading.Thread(target=lambda: results.append(request(port, "/v1/completions", long_body, timeout=300))) for _ in range(4)]
         for t in threads:
             t.start()
         for t in threads:
