@@ -131,8 +131,8 @@ void StreamAccounting::on_event(const std::string& data, Clock::time_point t) {
   long long cumulative = -1;
   if (j.contains("usage") && j["usage"].is_object()) {
     const auto& u = j["usage"];
-    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number()) prompt_tokens_ = u["prompt_tokens"].get<long long>();
-    if (u.contains("completion_tokens") && u["completion_tokens"].is_number()) {
+    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer()) prompt_tokens_ = u["prompt_tokens"].get<long long>();
+    if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer()) {
       completion_tokens_ = u["completion_tokens"].get<long long>();
       cumulative = completion_tokens_;
     }

@@ -40,9 +40,9 @@ std::string quant_label(const nlohmann::json& qc) {
   const std::string method = qc.value("quant_method", "?");
   if (method == "compressed-tensors" || method == "fp8") return "fp8";
   std::string s = method;
-  if (qc.contains("bits") && qc["bits"].is_number()) s += fmt::format(" int{}", qc["bits"].get<int>());
-  if (qc.contains("group_size") && qc["group_size"].is_number()) {
-    const int g = qc["group_size"].get<int>();
+  if (qc.contains("bits") && qc["bits"].is_number_integer()) s += fmt::format(" int{}", qc["bits"].dump());
+  if (qc.contains("group_size") && qc["group_size"].is_number_integer()) {
+    const auto g = qc["group_size"].get<std::int64_t>();
     s += g > 0 ? fmt::format(" g{}", g) : std::string(" per-channel");
   }
   return s;

@@ -68,8 +68,8 @@ ModelInfo describe_model(const std::string& path) {
   const auto& q = files.quantization_config();
   if (q.is_object() && q.contains("quant_method")) {
     info.weights = q["quant_method"].get<std::string>();
-    if (q.contains("bits")) info.weights += fmt::format(" {}-bit", q["bits"].get<int>());
-    if (q.contains("group_size")) info.weights += fmt::format(" g{}", q["group_size"].get<int>());
+    if (q.contains("bits")) info.weights += fmt::format(" {}-bit", q["bits"].dump());
+    if (q.contains("group_size")) info.weights += fmt::format(" g{}", q["group_size"].dump());
   } else {
     std::map<std::string, int> by_type;
     for (const auto& t : files.tensors()) by_type[t.dtype]++;

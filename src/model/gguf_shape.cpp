@@ -80,7 +80,7 @@ ModelShape shape_from_gguf(const gguf::File& f) {
   }
 
   validate_hparams(hp, f.path, {key("context_length"), key("attention.layer_norm_rms_epsilon"), key("rope.freq_base"),
-                               "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"});
+                               "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", key("rope.scaling")});
   for (const auto& t : f.tensors) {
     WeightTensor w;
     w.name = t.name;

@@ -155,7 +155,7 @@ static ModelShape shape_from_config(const json& c, const std::string& src) {
     if (!act->is_string() || (act->get<std::string>() != "silu" && act->get<std::string>() != "swish"))
       throw UsageError(fmt::format("{}: key 'hidden_act': expected \"silu\", got {}", src, act->dump()));
   }
-  validate_hparams(hp, src, {"max_position_embeddings", "rms_norm_eps", "rope_theta", "bos_token_id", "eos_token_id"});
+  validate_hparams(hp, src, {"max_position_embeddings", "rms_norm_eps", "rope_theta", "bos_token_id", "eos_token_id", "rope_scaling"});
   if (type == "mixtral") {
     hp.num_experts = get_int(c, "num_local_experts", src);
     hp.num_experts_used = get_int(c, "num_experts_per_tok", src);

@@ -59,6 +59,18 @@ void validate_hparams(const Hparams& hp, const std::string& src, const HparamKey
     bad(keys.bos_token_id, fmt::format("a token id in [0, {})", hp.vocab_size), std::to_string(hp.bos_token_id));
   for (const auto id : hp.eos_token_ids)
     if (hp.vocab_size > 0 && (id < 0 || id >= hp.vocab_size)) bad(keys.eos_token_id, fmt::format("token ids in [0, {})", hp.vocab_size), std::to_string(id));
+  // RoPE scaling divides by these and narrows them to float: finite, positive, and (llama3) a real band.
+  const RopeScaling& rs = hp.rope_scaling;
+  if (rs.type == "none") return;
+  const std::string& p = keys.rope_scaling;
+  if (!std::isfinite(rs.factor) || rs.factor <= 0 || rs.factor > 1e6) bad(p + ".factor", "a number in (0, 1e6]", fmt::format("{}", rs.factor));
+  if (rs.type != "llama3") return;
+  if (!std::isfinite(rs.low_freq_factor) || rs.low_freq_factor <= 0 || rs.low_freq_factor > 1e6)
+    bad(p + ".low_freq_factor", "a number in (0, 1e6]", fmt::format("{}", rs.low_freq_factor));
+  if (!std::isfinite(rs.high_freq_factor) || rs.high_freq_factor <= rs.low_freq_factor || rs.high_freq_factor > 1e6)
+    bad(p + ".high_freq_factor", fmt::format("a number in ({}, 1e6] (above low_freq_factor)", rs.low_freq_factor), fmt::format("{}", rs.high_freq_factor));
+  if (rs.original_max_position_embeddings < 1 || rs.original_max_position_embeddings > kMaxContextLength)
+    bad(p + ".original_max_position_embeddings", fmt::format("a token count in [1, {}]", kMaxContextLength), std::to_string(rs.original_max_position_embeddings));
 }
 
 std::vector<WeightTensor> tensors_from_hparams(const Hparams& hp) {

@@ -42,7 +42,7 @@ int get_int(const J& q, std::initializer_list<const char*> keys, int fallback, c
   for (const char* k : keys)
     if (const J* v = find_key(q, k)) {
       if (!v->is_number_integer()) throw UsageError(fmt::format("quantization_config{}.{}: expected an integer, got {}", where, k, v->dump()));
-      return v->template get<int>();
+      return io::json_int<int>(*v, fmt::format("quantization_config{}", where), k);
     }
   return fallback;
 }

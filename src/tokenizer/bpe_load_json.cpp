@@ -8,6 +8,7 @@
 #include "bpe_tokenizer.h"
 #include "factories.h"
 #include "mo/core/error.h"
+#include "mo/io/json_file.h"
 
 namespace mo::tok {
 
@@ -22,14 +23,7 @@ const json& require(const json& obj, const char* key, const std::string& where, 
 
 template <typename T>
 T get_as(const json& v, const std::string& key, const std::string& source) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    // nlohmann converts a float such as 1e21 to an int unchecked (undefined behaviour): integers only, in range.
-    if (!v.is_number_integer()) throw Error(fmt::format("{}: key '{}' has the wrong type ({}), expected an integer", source, key, v.type_name()));
-    const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
-                                             : v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
-                                                   v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
-    if (!fits) throw Error(fmt::format("{}: key '{}' is out of range ({})", source, key, v.dump()));
-  }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return io::json_int<T>(v, source, key);
   try {
     return v.get<T>();
   } catch (const json::exception&) {

@@ -9,6 +9,7 @@
 
 #include "export_internal.h"
 #include "mo/core/error.h"
+#include "mo/io/json_file.h"
 #include "mo/tokenizer/tokenizer_export.h"
 
 namespace mo::tok {
@@ -82,9 +83,15 @@ Vocab collect_vocab(const json& tj, const json& config, bool spm, std::int64_t v
   const json& vocab = tj.at("model").at("vocab");
   if (!vocab.is_object()) throw Error(std::string(kSource) + ": model.vocab is not an object");
   const json added = tj.value("added_tokens", json::array());
+  // Ids index the vocabulary table: bounded so a hostile id cannot ask for gigabytes.
+  auto token_id = [](const json& id, const std::string& field) {
+    const auto v = io::json_int<std::int64_t>(id, kSource, field);
+    if (v < 0 || v >= (1 << 24)) throw Error(fmt::format("{}: '{}' is {}, expected a token id in [0, {})", kSource, field, v, 1 << 24));
+    return v;
+  };
   std::int64_t n = 0;
-  for (const auto& [text, id] : vocab.items()) n = std::max<std::int64_t>(n, id.get<std::int64_t>() + 1);
-  for (const auto& t : added) n = std::max<std::int64_t>(n, t.at("id").get<std::int64_t>() + 1);
+  for (const auto& [text, id] : vocab.items()) n = std::max<std::int64_t>(n, token_id(id, "model.vocab." + text) + 1);
+  for (const auto& t : added) n = std::max<std::int64_t>(n, token_id(t.at("id"), "added_tokens.id") + 1);
   if (vocab_size > 0) {
     if (n > vocab_size)
       throw Error(std::string(kSource) + ": token id " + std::to_string(n - 1) + " does not fit vocab_size " +
@@ -97,15 +104,14 @@ Vocab collect_vocab(const json& tj, const json& config, bool spm, std::int64_t v
   v.types.assign(n, kTypeUnused);
   for (std::int64_t i = 0; i < n; ++i) v.tokens[i] = "[PAD" + std::to_string(i) + "]";
   for (const auto& [text, id_json] : vocab.items()) {
-    const auto id = id_json.get<std::int64_t>();
-    if (id < 0) throw Error(std::string(kSource) + ": token '" + text + "' has negative id " + std::to_string(id));
+    const auto id = token_id(id_json, "model.vocab." + text);
     v.tokens[id] = text;
     v.types[id] = spm && is_byte_token(text) ? kTypeByte : kTypeNormal;
   }
   std::optional<std::string> unk = config_token(config, "unk_token");
   if (!unk && tj["model"].value("unk_token", json(nullptr)).is_string()) unk = tj["model"]["unk_token"].get<std::string>();
   for (const auto& t : added) {
-    const auto id = t.at("id").get<std::int64_t>();
+    const auto id = token_id(t.at("id"), "added_tokens.id");
     const std::string content = t.at("content").get<std::string>();
     if (t.value("special", false) || token_looks_special(content)) {
       v.tokens[id] = content;

@@ -6,6 +6,7 @@
 #include "factories.h"
 #include "mo/core/error.h"
 #include "mo/core/strings.h"
+#include "mo/io/json_file.h"
 #include "spm_text.h"
 #include "spm_tokenizer.h"
 
@@ -141,7 +142,9 @@ void read_post_processor(const json& j, const std::string& source, SpmConfig& cf
     if (!j.contains("special_tokens") || !j["special_tokens"].contains(name)) {
       fail(source, key + ".special_tokens", "'" + name + "' is used in single but not defined");
     }
-    for (const json& id : j["special_tokens"][name].value("ids", json::array())) (after ? cfg.suffix_ids : cfg.prefix_ids).push_back(id.get<std::int32_t>());
+    for (const json& id : j["special_tokens"][name].value("ids", json::array())) {
+      (after ? cfg.suffix_ids : cfg.prefix_ids).push_back(io::json_int<std::int32_t>(id, source, key + ".special_tokens." + name + ".ids"));
+    }
   }
 }
 
@@ -161,19 +164,30 @@ std::unique_ptr<Tokenizer> make_spm_from_json(const nlohmann::json& tokenizer, c
       fail(source, "model.dropout", "BPE dropout is not supported");
     }
 
+    // Ids index a table: bounded so a hostile id cannot ask for gigabytes (the largest real vocabularies are ~256k).
+    constexpr std::int32_t kMaxId = (1 << 24) - 1;
+    auto token_id = [&](const json& id, const std::string& key) {
+      const auto v = io::json_int<std::int32_t>(id, source, key);
+      if (v < 0 || v > kMaxId) fail(source, key, fmt::format("id {} is outside [0, {}]", v, kMaxId));
+      return v;
+    };
     std::int32_t max_id = -1;
     cfg.model_vocab.reserve(model["vocab"].size());
     for (const auto& [text, id] : model["vocab"].items()) {
-      cfg.model_vocab.emplace(text, id.get<std::int32_t>());
-      max_id = std::max(max_id, id.get<std::int32_t>());
+      const std::int32_t v = token_id(id, "model.vocab." + text);
+      cfg.model_vocab.emplace(text, v);
+      max_id = std::max(max_id, v);
     }
     static const json kEmpty = json::array();
     const json& added = tokenizer.contains("added_tokens") ? tokenizer["added_tokens"] : kEmpty;
-    for (const json& a : added) max_id = std::max(max_id, a.at("id").get<std::int32_t>());
+    if (!added.is_array()) fail(source, "added_tokens", "expected an array");
+    for (std::size_t i = 0; i < added.size(); ++i) {
+      if (!added[i].is_object() || !added[i].contains("id")) fail(source, "added_tokens[" + std::to_string(i) + "]", "expected an object with an id");
+      max_id = std::max(max_id, token_id(added[i]["id"], "added_tokens[" + std::to_string(i) + "].id"));
+    }
     cfg.tokens.resize(static_cast<std::size_t>(max_id + 1));
     for (auto& t : cfg.tokens) t.attr = kAttrUnused;  // ids no entry names
     for (const auto& [text, id] : cfg.model_vocab) {
-      if (id < 0) fail(source, "model.vocab", "token '" + text + "' has a negative id");
       cfg.tokens[id].text = text;
       const bool byte = text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>';
       cfg.tokens[id].attr = byte ? kAttrByte : kAttrNormal;
@@ -182,8 +196,7 @@ std::unique_ptr<Tokenizer> make_spm_from_json(const nlohmann::json& tokenizer, c
       const json& a = added[i];
       const std::string key = "added_tokens[" + std::to_string(i) + "]";
       SpmAddedToken t;
-      t.id = a.at("id").get<std::int32_t>();
-      if (t.id < 0) fail(source, key + ".id", "negative");
+      t.id = token_id(a["id"], key + ".id");
       t.special = get_bool(a, "special", false);
       t.lstrip = get_bool(a, "lstrip", false);
       t.rstrip = get_bool(a, "rstrip", false);

@@ -155,6 +155,15 @@ TEST(HfConfig, OutOfRangeHyperparametersNameTheKey) {
       {{{"hidden_act", "gelu"}}, "key 'hidden_act': expected \"silu\", got \"gelu\""},
       {{{"bos_token_id", 32000}}, "key 'bos_token_id': expected a token id in [0, 32000), got 32000"},
       {{{"eos_token_id", json::array({2, -7})}}, "key 'eos_token_id': expected token ids in [0, 32000), got -7"},
+      // RoPE scaling is narrowed to float and divided by: 1e300 was undefined behaviour, 0 a division by zero.
+      {{{"rope_scaling", {{"type", "linear"}, {"factor", 1e300}}}}, "key 'rope_scaling.factor': expected a number in (0, 1e6], got 1e+300"},
+      {{{"rope_scaling", {{"type", "linear"}, {"factor", 0}}}}, "key 'rope_scaling.factor'"},
+      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0}, {"high_freq_factor", 4.0},
+                          {"original_max_position_embeddings", 8192}}}},
+       "key 'rope_scaling.high_freq_factor': expected a number in (4, 1e6] (above low_freq_factor), got 4"},
+      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                          {"original_max_position_embeddings", 0}}}},
+       "key 'rope_scaling.original_max_position_embeddings': expected a token count in [1, 16777216], got 0"},
   };
   for (const auto& [patch, expected] : cases) {
     auto c = llama2_7b_config();

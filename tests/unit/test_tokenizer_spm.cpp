@@ -338,4 +338,29 @@ TEST(TokenizerSpmJson, MetaspacePreTokenizerPrependsOnlyAtStart) {
   EXPECT_EQ(tok->decode({7, 7}), "ab ab");
 }
 
+// Found by fuzz_tokenizer_json: a float id (1e99) was cast to int unchecked (UBSan: float-cast-overflow), and a
+// huge id sized the token table. Each is now an error naming the file and the field.
+TEST(TokenizerSpmJson, IdsThatAreNotSmallIntegersAreErrorsNamingTheField) {
+  const std::string head = R"({"pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false},
+    "decoder": {"type": "Sequence", "decoders": [{"type": "ByteFallback"}]}, )";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("model": {"type": "BPE", "byte_fallback": true, "vocab": {"<unk>": 0, "a": 1e99}, "merges": []}})", "model.vocab.a"},
+      {R"("model": {"type": "BPE", "byte_fallback": true, "vocab": {"<unk>": 0, "a": 2147483647}, "merges": []}})", "model.vocab.a"},
+      {R"("model": {"type": "BPE", "byte_fallback": true, "vocab": {"<unk>": 0, "a": 1}, "merges": []},
+          "added_tokens": [{"id": -3, "content": "<s>"}]})", "added_tokens[0].id"},
+  };
+  for (const auto& [body, field] : cases) {
+    TempDir dir;
+    const std::string path = dir.write("tokenizer.json", head + body);
+    try {
+      mo::tok::load_tokenizer_json(dir.str());
+      ADD_FAILURE() << "expected an error for " << body;
+    } catch (const mo::Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(path), std::string::npos) << msg;
+      EXPECT_NE(msg.find(field), std::string::npos) << msg;
+    }
+  }
+}
+
 }  // namespace

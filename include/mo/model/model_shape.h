@@ -76,6 +76,7 @@ std::vector<WeightTensor> tensors_from_hparams(const Hparams& hp);
 // "max_position_embeddings").
 struct HparamKeys {
   std::string context_length, rms_norm_eps, rope_theta, bos_token_id, eos_token_id;
+  std::string rope_scaling;  // the prefix of its keys: "rope_scaling" (config.json) or "llama.rope.scaling" (GGUF)
 };
 inline constexpr std::int64_t kMaxContextLength = std::int64_t{1} << 24;  // 16M tokens: more than any model ships
 // Every number a file gives that later becomes a size, a divisor or a float parameter, checked with its

@@ -5,7 +5,9 @@
 #include "mo/engine/ops/linear.h"
 
 // GCC 12 warns about the deliberately undefined upper lanes inside _mm512_reduce_add_ps.
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace mo::ops {
 namespace {

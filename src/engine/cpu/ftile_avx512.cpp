@@ -15,7 +15,9 @@
 #include "simd_target.h"
 MO_SIMD_TARGET_PUSH("avx512f,avx2,fma,f16c")
 // GCC 12 warns about the deliberately undefined upper lanes inside its own AVX-512 intrinsics.
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "ftile_blocking.h"
