@@ -169,10 +169,16 @@ def check_logprobs(client, model):
 def check_eos_logprob(client, model):
     """lm-evaluation-harness's log-likelihood request (echo, logprobs 1, max_tokens 1) takes token_logprobs[ctxlen:-1]:
     when the generated token is EOS it must still be the last entry (as vLLM), while the text leaves it out."""
-    first = client.completions.create(model=model, prompt="The capital of France is", max_tokens=100, temperature=0, logprobs=1)
+    # A prompt whose greedy continuation ends in EOS (which one does depends on the weights' rounding).
+    starts = ["The capital of France is", "<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n",
+              "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n"]
+    for start in starts:
+        first = client.completions.create(model=model, prompt=start, max_tokens=100, temperature=0, logprobs=1)
+        if first.choices[0].finish_reason == "stop":
+            break
     assert first.choices[0].finish_reason == "stop" and first.choices[0].logprobs.tokens[-1] == "<|im_end|>", first
     assert first.usage.completion_tokens == len(first.choices[0].logprobs.tokens)
-    prompt = "The capital of France is" + first.choices[0].text  # its greedy next token is EOS
+    prompt = start + first.choices[0].text  # its greedy next token is EOS
     c = client.completions.create(model=model, prompt=prompt, max_tokens=1, temperature=0, echo=True, logprobs=1)
     ch, lp = c.choices[0], c.choices[0].logprobs
     assert ch.finish_reason == "stop" and ch.text == prompt, ch

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../../src/engine/cpu/q4z.h"
+#include "../../src/engine/cpu/q8_kernels.h"
 #include "mo/core/half.h"
 #include "mo/core/thread_pool.h"
 #include "mo/engine/ops/linear.h"
@@ -43,6 +44,8 @@ std::vector<Level> levels() {
   std::vector<Level> v = {{"scalar", mo::ops::q4z::kernel_scalar()}};
   if (auto k = mo::ops::q4z::kernel_avx2()) v.push_back({"avx2", k});
   if (auto k = mo::ops::q4z::kernel_avx512()) v.push_back({"avx512-vnni", k});
+  if (mo::ops::q4z::kernel_avx2()) v.push_back({"avx2 row groups", mo::ops::q8::q4z_panel_avx2()});
+  if (mo::ops::q8::cpu_has_vnni()) v.push_back({"avx512-vnni row groups", mo::ops::q8::q4z_panel_vnni()});
   return v;
 }
 
@@ -79,7 +82,7 @@ std::pair<double, double> reference(const std::uint8_t* row, const BlockQ8* xq, 
 
 TEST(Int4Linear, KernelsMatchDoubleReference) {
   std::mt19937 rng(7);
-  const std::int64_t rows = 13, cols = 256, n = 7;
+  const std::int64_t rows = 13, cols = 256, n = 11;
   const auto w = random_blocks(rows, cols, rng);
   const auto x = random_x(n * cols, rng);
   std::vector<BlockQ8> xq(static_cast<std::size_t>(n * cols / 32));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../src/engine/cpu/q8.h"
+#include "../../src/engine/cpu/q8_kernels.h"
 #include "../../src/engine/cpu/q8_linear.h"
 #include "mo/core/thread_pool.h"
 #include "mo/engine/ops/linear.h"
@@ -31,6 +32,23 @@ struct LevelGuard {
   SimdLevel saved = ops::simd_level();
   ~LevelGuard() { ops::set_simd_level(saved); }
 };
+
+// Sets whether 32-weight formats take the row-group (panel) kernels, restoring the setting after.
+struct PanelGuard {
+  bool saved = ops::q8::panel_kernels();
+  explicit PanelGuard(bool on) { ops::q8::set_panel_kernels(on); }
+  ~PanelGuard() { ops::q8::set_panel_kernels(saved); }
+};
+
+// f() once with the row-group (panel) kernels and once with the per-row tiles.
+template <class F>
+void for_both_kernel_families(F&& f) {
+  for (bool panel : {true, false}) {
+    SCOPED_TRACE(panel ? "row-group kernels" : "per-row tiles");
+    PanelGuard pg(panel);
+    f();
+  }
+}
 
 // The distinct levels this CPU runs (set_simd_level clamps to what it has).
 std::vector<SimdLevel> levels() {
@@ -104,76 +122,82 @@ TEST(Q8Kernels, QuantizeRowsSimdMatchesScalar) {
 }
 
 TEST(Q8Kernels, MatchDoubleReferenceAtEveryLevel) {
-  const std::int64_t rows = 13, cols = 512, n = 11;
-  const auto x = random_vec(static_cast<std::size_t>(n * cols), 3);
-  const auto xq = quantize(x, n, cols);
-  std::vector<double> xd(static_cast<std::size_t>(n * cols));
-  for (std::size_t b = 0; b < xq.size(); ++b)
-    for (int i = 0; i < 32; ++i) xd[b * 32 + i] = static_cast<double>(xq[b].d) * xq[b].qs[i];
-  for (std::uint32_t type : kTypes) {
-    QMatrix w(type, rows, cols, 100 + type);
-    for (SimdLevel l : levels()) {
-      const ops::q8::Kernel k = ops::q8::kernel(type, l);
-      ASSERT_NE(k, nullptr) << type;
-      std::vector<float> y(static_cast<std::size_t>(n * rows));
-      k(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, y.data(), rows);
-      for (std::int64_t r = 0; r < rows; ++r)
-        for (std::int64_t t = 0; t < n; ++t) {
-          double s = 0, mag = 0;
-          for (std::int64_t i = 0; i < cols; ++i) {
-            const double p = w.deq[r * cols + i] * xd[t * cols + i];
-            s += p;
-            mag += std::fabs(p);
+  for_both_kernel_families([&] {
+    const std::int64_t rows = 13, cols = 512, n = 11;
+    const auto x = random_vec(static_cast<std::size_t>(n * cols), 3);
+    const auto xq = quantize(x, n, cols);
+    std::vector<double> xd(static_cast<std::size_t>(n * cols));
+    for (std::size_t b = 0; b < xq.size(); ++b)
+      for (int i = 0; i < 32; ++i) xd[b * 32 + i] = static_cast<double>(xq[b].d) * xq[b].qs[i];
+    for (std::uint32_t type : kTypes) {
+      QMatrix w(type, rows, cols, 100 + type);
+      for (SimdLevel l : levels()) {
+        const ops::q8::Kernel k = ops::q8::kernel(type, l);
+        ASSERT_NE(k, nullptr) << type;
+        std::vector<float> y(static_cast<std::size_t>(n * rows));
+        k(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, y.data(), rows);
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t t = 0; t < n; ++t) {
+            double s = 0, mag = 0;
+            for (std::int64_t i = 0; i < cols; ++i) {
+              const double p = w.deq[r * cols + i] * xd[t * cols + i];
+              s += p;
+              mag += std::fabs(p);
+            }
+            EXPECT_NEAR(y[t * rows + r], s, 1e-5 * mag + 1e-30) << ggml_type_info(type)->name << " " << ops::simd_level_name(l) << " r" << r << " t" << t;
           }
-          EXPECT_NEAR(y[t * rows + r], s, 1e-5 * mag + 1e-30) << ggml_type_info(type)->name << " " << ops::simd_level_name(l) << " r" << r << " t" << t;
-        }
+      }
     }
-  }
+  });
 }
 
 TEST(Q8Kernels, BitIdenticalForEveryTileShape) {
-  const std::int64_t rows = 13, cols = 512, n = 19;
-  const auto x = random_vec(static_cast<std::size_t>(n * cols), 5);
-  const auto xq = quantize(x, n, cols);
-  const std::int64_t nb = cols / 32;
-  const int shapes[][2] = {{1, 1}, {1, 19}, {13, 1}, {2, 3}, {3, 5}, {4, 4}, {5, 7}, {7, 2}, {8, 9}, {13, 19}, {6, 16}};
-  for (std::uint32_t type : kTypes) {
-    QMatrix w(type, rows, cols, 200 + type);
-    for (SimdLevel l : levels()) {
-      const ops::q8::Kernel k = ops::q8::kernel(type, l);
-      std::vector<float> full(static_cast<std::size_t>(n * rows));
-      k(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, full.data(), rows);
-      for (const auto& s : shapes) {
-        for (int off = 0; off < 2; ++off) {  // tiles starting at row/token 0 and at 1 (odd alignments)
-          std::vector<float> y(full.size(), NAN);
-          for (std::int64_t r0 = off; r0 < rows; r0 += s[0])
-            for (std::int64_t t0 = off; t0 < n; t0 += s[1]) {
-              const int nr = static_cast<int>(std::min<std::int64_t>(s[0], rows - r0)), nt = static_cast<int>(std::min<std::int64_t>(s[1], n - t0));
-              k(w.m.row(r0), w.m.row_bytes, nr, xq.data() + t0 * nb, nt, cols, y.data() + t0 * rows + r0, rows);
-            }
-          for (std::int64_t t = off; t < n; ++t)
-            for (std::int64_t r = off; r < rows; ++r)
-              ASSERT_EQ(std::memcmp(&y[t * rows + r], &full[t * rows + r], 4), 0)
-                  << ggml_type_info(type)->name << " " << ops::simd_level_name(l) << " tile " << s[0] << "x" << s[1] << " r" << r << " t" << t;
+  for_both_kernel_families([&] {
+    const std::int64_t rows = 13, cols = 512, n = 19;
+    const auto x = random_vec(static_cast<std::size_t>(n * cols), 5);
+    const auto xq = quantize(x, n, cols);
+    const std::int64_t nb = cols / 32;
+    const int shapes[][2] = {{1, 1}, {1, 19}, {13, 1}, {2, 3}, {3, 5}, {4, 4}, {5, 7}, {7, 2}, {8, 9}, {13, 19}, {6, 16}};
+    for (std::uint32_t type : kTypes) {
+      QMatrix w(type, rows, cols, 200 + type);
+      for (SimdLevel l : levels()) {
+        const ops::q8::Kernel k = ops::q8::kernel(type, l);
+        std::vector<float> full(static_cast<std::size_t>(n * rows));
+        k(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, full.data(), rows);
+        for (const auto& s : shapes) {
+          for (int off = 0; off < 2; ++off) {  // tiles starting at row/token 0 and at 1 (odd alignments)
+            std::vector<float> y(full.size(), NAN);
+            for (std::int64_t r0 = off; r0 < rows; r0 += s[0])
+              for (std::int64_t t0 = off; t0 < n; t0 += s[1]) {
+                const int nr = static_cast<int>(std::min<std::int64_t>(s[0], rows - r0)), nt = static_cast<int>(std::min<std::int64_t>(s[1], n - t0));
+                k(w.m.row(r0), w.m.row_bytes, nr, xq.data() + t0 * nb, nt, cols, y.data() + t0 * rows + r0, rows);
+              }
+            for (std::int64_t t = off; t < n; ++t)
+              for (std::int64_t r = off; r < rows; ++r)
+                ASSERT_EQ(std::memcmp(&y[t * rows + r], &full[t * rows + r], 4), 0)
+                    << ggml_type_info(type)->name << " " << ops::simd_level_name(l) << " tile " << s[0] << "x" << s[1] << " r" << r << " t" << t;
+          }
         }
       }
     }
-  }
+  });
 }
 
 TEST(Q8Kernels, ScalarAndSimdAgree) {
-  const std::int64_t rows = 9, cols = 768, n = 6;
-  const auto x = random_vec(static_cast<std::size_t>(n * cols), 11);
-  const auto xq = quantize(x, n, cols);
-  for (std::uint32_t type : kTypes) {
-    QMatrix w(type, rows, cols, 300 + type);
-    std::vector<float> ref(static_cast<std::size_t>(n * rows)), y(ref.size());
-    ops::q8::kernel(type, SimdLevel::scalar)(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, ref.data(), rows);
-    for (SimdLevel l : levels()) {
-      ops::q8::kernel(type, l)(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, y.data(), rows);
-      for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-5 * (std::fabs(ref[i]) + 1.0)) << ggml_type_info(type)->name;
+  for_both_kernel_families([&] {
+    const std::int64_t rows = 9, cols = 768, n = 6;
+    const auto x = random_vec(static_cast<std::size_t>(n * cols), 11);
+    const auto xq = quantize(x, n, cols);
+    for (std::uint32_t type : kTypes) {
+      QMatrix w(type, rows, cols, 300 + type);
+      std::vector<float> ref(static_cast<std::size_t>(n * rows)), y(ref.size());
+      ops::q8::kernel(type, SimdLevel::scalar)(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, ref.data(), rows);
+      for (SimdLevel l : levels()) {
+        ops::q8::kernel(type, l)(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, y.data(), rows);
+        for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-5 * (std::fabs(ref[i]) + 1.0)) << ggml_type_info(type)->name;
+      }
     }
-  }
+  });
 }
 
 TEST(Q8Kernels, LinearMultiEqualsSeparateCallsAndIsBatchInvariant) {

@@ -3,6 +3,7 @@
 
 #include "mo/core/half.h"
 #include "q4z.h"
+#include "q8_kernels.h"
 
 namespace mo::ops::q4z {
 namespace {
@@ -58,6 +59,8 @@ namespace mo::ops::q8 {
 
 Kernel kernel_q4z(std::uint32_t type, SimdLevel level) {
   if (type != engine::kQ4zType) return nullptr;
+  if (panel_kernels() && level == SimdLevel::avx512 && cpu_has_vnni()) return q4z_panel_vnni();
+  if (panel_kernels() && level >= SimdLevel::avx2) return q4z_panel_avx2();
   Kernel k = nullptr;
   if (level == SimdLevel::avx512) k = q4z::kernel_avx512();
   if (!k && level != SimdLevel::scalar) k = q4z::kernel_avx2();
