@@ -4,8 +4,8 @@
 MO_SIMD_TARGET_PUSH("avx2,fma,f16c")
 #define MO_Q8_VNNI 0
 #include "q8_tile.h"
-#include "q8_panel.h"
 #include "q8_types.h"
+#include "q8_panel.h"
 
 namespace mo::ops::q8 {
 Kernel kernel_avx2(std::uint32_t type) { return kernel_for<2, 4, 4>(type, panel_kernels()); }

@@ -5,8 +5,8 @@
 MO_SIMD_TARGET_PUSH("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
 #define MO_Q8_VNNI 1
 #include "q8_tile.h"
-#include "q8_panel.h"
 #include "q8_types.h"
+#include "q8_panel.h"
 
 namespace mo::ops::q8 {
 Kernel kernel_vnni(std::uint32_t type) { return kernel_for<4, 4, 8>(type, panel_kernels()); }

@@ -1,13 +1,13 @@
-// Row-group kernels for the 32-weight block formats with one scale per block (Q4_0; Q8_0 on VNNI),
-// included after q8_tile.h under the same target pragma. Eight weight rows are transposed so that
+// Row-group kernels for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, the AWQ/GPTQ Q4Z blocks and (VNNI)
+// Q8_0, included after q8_tile.h and q8_types.h under the same target pragma. Eight weight rows are transposed so that
 // register g holds inputs 4g..4g+3 of every row (lane r = row r): one dpbusd (AVX2: maddubs) with
 // the token's 4 bytes broadcast adds 4 products to each row's lane, so a block's exact integer sum
-// Σ (u - off)·x of all 8 rows takes 8 instructions, then one convert and one FMA with d_r·dx_t.
+// Σ (u - off)·x of all 8 rows takes 8 instructions, then one convert and one FMA with d_r·dx_t
+// (k-quants: per sub-block of 32, Q6_K per 16).
 // A (row, token) value is Σ_blocks in order of fma(float(isum), d_r * dx_t, acc): the same for every
 // tile shape, tail, and for the panel (many tokens) and fused (few tokens) paths alike.
 #include <vector>
 
-#include "mo/quant/gguf_blocks.h"
 
 namespace mo::ops::q8 {
 namespace {
@@ -15,8 +15,9 @@ namespace {
 // One block of 8 rows, transposed: u[g] lane r = row r's unsigned bytes for inputs 4g..4g+3.
 struct alignas(32) PanelBlock {
   __m256i u[8];
-  __m256 d;
-  __m256 m;   // per-row mins (formats with kMin)
+  __m256 d;   // per-row scales (kHalves: of inputs 0-15)
+  __m256 d2;  // kHalves: per-row scales of inputs 16-31
+  __m256 m;   // per-row mins, added (formats with kMin)
   __m256i z;  // per-row zero points (kZero: Q4Z)
 };
 
@@ -30,19 +31,23 @@ inline void transpose4(const __m256i a[4], __m256i out[4]) {
   out[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
+inline int u16_at(const std::uint8_t* p) {
+  std::uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
 // The 8 rows' f16 scales (at byte 0 of each block) as f32 lanes (inserted one by one: 8 small stores
 // read back as one vector would stall store forwarding).
 inline __m256 row_scales(const std::uint8_t* const p[8]) {
-  std::uint16_t h0;
-  std::memcpy(&h0, p[0], 2);
-  __m128i h = _mm_cvtsi32_si128(h0);
-  h = _mm_insert_epi16(h, *reinterpret_cast<const std::uint16_t*>(p[1]), 1);
-  h = _mm_insert_epi16(h, *reinterpret_cast<const std::uint16_t*>(p[2]), 2);
-  h = _mm_insert_epi16(h, *reinterpret_cast<const std::uint16_t*>(p[3]), 3);
-  h = _mm_insert_epi16(h, *reinterpret_cast<const std::uint16_t*>(p[4]), 4);
-  h = _mm_insert_epi16(h, *reinterpret_cast<const std::uint16_t*>(p[5]), 5);
-  h = _mm_insert_epi16(h, *reinterpret_cast<const std::uint16_t*>(p[6]), 6);
-  h = _mm_insert_epi16(h, *reinterpret_cast<const std::uint16_t*>(p[7]), 7);
+  __m128i h = _mm_cvtsi32_si128(u16_at(p[0]));
+  h = _mm_insert_epi16(h, u16_at(p[1]), 1);
+  h = _mm_insert_epi16(h, u16_at(p[2]), 2);
+  h = _mm_insert_epi16(h, u16_at(p[3]), 3);
+  h = _mm_insert_epi16(h, u16_at(p[4]), 4);
+  h = _mm_insert_epi16(h, u16_at(p[5]), 5);
+  h = _mm_insert_epi16(h, u16_at(p[6]), 6);
+  h = _mm_insert_epi16(h, u16_at(p[7]), 7);
   return _mm256_cvtph_ps(h);
 }
 
@@ -87,9 +92,11 @@ inline __m256 row_f16s(const std::uint8_t* const p[8], int at) {
 // sum: 8 for u <= 15, 4 for u <= 31; 0: dpbusd, VNNI only), kMin (a per-block f16 min is added).
 struct PanelQ4_0 {
   static constexpr int kOff = 8, kGroups16 = 8;
-  static constexpr bool kMin = false, kZero = false;
+  static constexpr int kSub = 1;
+  static constexpr bool kMin = false, kZero = false, kHalves = false;
   static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ4_0);
-  static void decode(const std::uint8_t* const p[8], PanelBlock& o) {
+  static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
+    PanelBlock& o = *out;
     nibble_groups(p, 2, o.u);
     o.d = row_scales(p);
   }
@@ -97,9 +104,11 @@ struct PanelQ4_0 {
 
 struct PanelQ4_1 {
   static constexpr int kOff = 0, kGroups16 = 8;
-  static constexpr bool kMin = true, kZero = false;
+  static constexpr int kSub = 1;
+  static constexpr bool kMin = true, kZero = false, kHalves = false;
   static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ4_1);
-  static void decode(const std::uint8_t* const p[8], PanelBlock& o) {
+  static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
+    PanelBlock& o = *out;
     nibble_groups(p, 4, o.u);
     o.d = row_scales(p);
     o.m = row_f16s(p, 2);
@@ -108,9 +117,11 @@ struct PanelQ4_1 {
 
 struct PanelQ5_0 {
   static constexpr int kOff = 16, kGroups16 = 4;
-  static constexpr bool kMin = false, kZero = false;
+  static constexpr int kSub = 1;
+  static constexpr bool kMin = false, kZero = false, kHalves = false;
   static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ5_0);
-  static void decode(const std::uint8_t* const p[8], PanelBlock& o) {
+  static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
+    PanelBlock& o = *out;
     nibble_groups(p, 6, o.u);
     fifth_bits(p, 2, o.u);
     o.d = row_scales(p);
@@ -119,9 +130,11 @@ struct PanelQ5_0 {
 
 struct PanelQ5_1 {
   static constexpr int kOff = 0, kGroups16 = 4;
-  static constexpr bool kMin = true, kZero = false;
+  static constexpr int kSub = 1;
+  static constexpr bool kMin = true, kZero = false, kHalves = false;
   static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ5_1);
-  static void decode(const std::uint8_t* const p[8], PanelBlock& o) {
+  static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
+    PanelBlock& o = *out;
     nibble_groups(p, 8, o.u);
     fifth_bits(p, 4, o.u);
     o.d = row_scales(p);
@@ -132,9 +145,11 @@ struct PanelQ5_1 {
 // The engine's AWQ / GPTQ INT4 blocks (q4z.h: f16 scale, zero z, nibbles as Q4_0): offset z per row.
 struct PanelQ4Z {
   static constexpr int kOff = 0, kGroups16 = 8;
-  static constexpr bool kMin = false, kZero = true;
+  static constexpr int kSub = 1;
+  static constexpr bool kMin = false, kZero = true, kHalves = false;
   static constexpr std::size_t kBytes = 19;  // sizeof(q4z::BlockQ4Z)
-  static void decode(const std::uint8_t* const p[8], PanelBlock& o) {
+  static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
+    PanelBlock& o = *out;
     nibble_groups(p, 3, o.u);
     o.d = row_scales(p);
     o.z = _mm256_setr_epi32(p[0][2], p[1][2], p[2][2], p[3][2], p[4][2], p[5][2], p[6][2], p[7][2]);
@@ -144,9 +159,11 @@ struct PanelQ4Z {
 // Signed bytes as u = q + 128 with offset 128 (VNNI only: dpbusd takes any unsigned byte).
 struct PanelQ8_0 {
   static constexpr int kOff = 128, kGroups16 = 0;
-  static constexpr bool kMin = false, kZero = false;
+  static constexpr int kSub = 1;
+  static constexpr bool kMin = false, kZero = false, kHalves = false;
   static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ8_0);
-  static void decode(const std::uint8_t* const p[8], PanelBlock& o) {
+  static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
+    PanelBlock& o = *out;
     __m256i a[4], c[4];
     for (int half = 0; half < 2; ++half) {  // dwords 0-3, then 4-7 of each row
       for (int r = 0; r < 4; ++r)
@@ -156,6 +173,115 @@ struct PanelQ8_0 {
       for (int g = 0; g < 4; ++g) o.u[4 * half + g] = _mm256_xor_si256(c[g], bytes(0x80));
     }
     o.d = row_scales(p);
+  }
+};
+
+// 8 x 8 f32 transpose: v[r] lane j -> v[j] lane r.
+inline void transpose8(__m256 v[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    v[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+// The 32 bytes at offset `at` of the 8 rows, transposed: out[g] lane r = dword g of row r.
+inline void transpose_bytes32(const std::uint8_t* const p[8], int at, __m256i out[8]) {
+  for (int h = 0; h < 2; ++h) {
+    __m256i a[4];
+    for (int r = 0; r < 4; ++r)
+      a[r] = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r + 4] + at + 16 * h)),
+                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r] + at + 16 * h)));
+    transpose4(a, out + 4 * h);
+  }
+}
+
+// Q4_K / Q5_K: 8 sub-blocks of 32 per super-block with 6-bit scales and mins (k4_scales, as ggml);
+// sub-block 2i is the low nibbles of qs[32i ..], 2i + 1 the high ones; Q5_K adds bit j of qh[e] x 16.
+template <bool kFifth>
+inline void decode_k4(const std::uint8_t* const p[8], PanelBlock* o) {
+  __m256 sc[8], mn[8];
+  for (int r = 0; r < 8; ++r) k4_scales(p[r], sc[r], mn[r]);
+  transpose8(sc);
+  transpose8(mn);
+  __m256i qh[8];
+  if constexpr (kFifth) transpose_bytes32(p, 16, qh);
+  for (int i = 0; i < 4; ++i) {
+    __m256i c[8];
+    transpose_bytes32(p, kFifth ? 48 + 32 * i : 16 + 32 * i, c);
+    for (int g = 0; g < 8; ++g) {
+      o[2 * i].u[g] = _mm256_and_si256(c[g], bytes(0x0F));
+      o[2 * i + 1].u[g] = _mm256_and_si256(_mm256_srli_epi16(c[g], 4), bytes(0x0F));
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    o[j].d = sc[j];
+    o[j].m = _mm256_xor_ps(mn[j], _mm256_set1_ps(-0.0f));  // w = d·sc·q - dmin·m: the min is subtracted
+    if constexpr (kFifth)
+      for (int g = 0; g < 8; ++g)
+        o[j].u[g] = _mm256_or_si256(o[j].u[g], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh[g], j), bytes(1)), 4));
+  }
+}
+
+struct PanelQ4_K {
+  static constexpr int kOff = 0, kGroups16 = 8, kSub = 8;
+  static constexpr bool kMin = true, kZero = false, kHalves = false;
+  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ4_K);
+  static void decode(const std::uint8_t* const p[8], PanelBlock* o) { decode_k4<false>(p, o); }
+};
+
+struct PanelQ5_K {
+  static constexpr int kOff = 0, kGroups16 = 4, kSub = 8;
+  static constexpr bool kMin = true, kZero = false, kHalves = false;
+  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ5_K);
+  static void decode(const std::uint8_t* const p[8], PanelBlock* o) { decode_k4<true>(p, o); }
+};
+
+// Q6_K: sub-block j = 4h + g is the low (g < 2) or high nibbles of ql[64h + 32(g%2) ..] with bits
+// 2g..2g+1 of qh[32h ..] on top, offset 32; one int8 scale per 16 inputs (kHalves), times d.
+struct PanelQ6_K {
+  static constexpr int kOff = 32, kGroups16 = 2, kSub = 8;
+  static constexpr bool kMin = false, kZero = false, kHalves = true;
+  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ6_K);
+  static void decode(const std::uint8_t* const p[8], PanelBlock* o) {
+    __m256 lo[8], hi[8];
+    for (int r = 0; r < 8; ++r) {
+      const __m256 d = _mm256_set1_ps(f16_at(p[r] + 208));
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r] + 192));
+      lo[r] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
+      hi[r] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))), d);
+    }
+    transpose8(lo);  // lo[k] lane r: scale k of row r (k < 8); hi[k]: scale 8 + k
+    transpose8(hi);
+    for (int h = 0; h < 2; ++h) {
+      __m256i qh[8];
+      transpose_bytes32(p, 128 + 32 * h, qh);
+      for (int half = 0; half < 2; ++half) {
+        __m256i ql[8];
+        transpose_bytes32(p, 64 * h + 32 * half, ql);
+        for (int nib = 0; nib < 2; ++nib) {
+          const int g = half + 2 * nib, j = 4 * h + g;
+          for (int k = 0; k < 8; ++k) {
+            const __m256i l4 = _mm256_and_si256(nib ? _mm256_srli_epi16(ql[k], 4) : ql[k], bytes(0x0F));
+            const int sh = 2 * g - 4;  // bits 2g..2g+1 of qh to bits 4..5
+            const __m256i h2 = sh > 0 ? _mm256_srli_epi16(qh[k], sh) : sh < 0 ? _mm256_slli_epi16(qh[k], -sh) : qh[k];
+            o[j].u[k] = _mm256_or_si256(l4, _mm256_and_si256(h2, bytes(0x30)));
+          }
+          o[j].d = (2 * j < 8) ? lo[2 * j] : hi[2 * j - 8];
+          o[j].d2 = (2 * j + 1 < 8) ? lo[2 * j + 1] : hi[2 * j + 1 - 8];
+        }
+      }
+    }
   }
 };
 
@@ -174,6 +300,25 @@ inline __attribute__((always_inline)) void panel_step(const PanelBlock& w, const
   for (int t = 0; t < NT; ++t) {
     const BlockQ8& xb = x[t * nbx];
     const int sx = xb.sum[0] + xb.sum[1];
+    if constexpr (P::kHalves) {
+      // Inputs 0-15 (groups 0-3) and 16-31 each with their own scale.
+      __m256i s[2];
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        s[h] = _mm256_set1_epi32(-P::kOff * xb.sum[h]);
+#pragma GCC unroll 8
+        for (int g0 = 4 * h; g0 < 4 * h + 4; g0 += P::kGroups16) {
+          __m256i s16 = _mm256_maddubs_epi16(w.u[g0], bcast4(xb.qs + 4 * g0));
+#pragma GCC unroll 8
+          for (int g = g0 + 1; g < g0 + P::kGroups16; ++g) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.u[g], bcast4(xb.qs + 4 * g)));
+          s[h] = _mm256_add_epi32(s[h], _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+        }
+      }
+      const __m256 dx = _mm256_set1_ps(xb.d);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[0]), _mm256_mul_ps(w.d, dx), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[1]), _mm256_mul_ps(w.d2, dx), acc[t]);
+      continue;
+    }
     __m256i bias;
     if constexpr (P::kZero) bias = _mm256_mullo_epi32(w.z, _mm256_set1_epi32(-sx));
     else bias = _mm256_set1_epi32(-P::kOff * sx);
@@ -226,14 +371,18 @@ inline __attribute__((always_inline)) void panel_tile(Blocks&& block, std::int64
   __m256 acc[NT];
 #pragma GCC unroll 16
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  for (std::int64_t b = 0; b < nb; ++b) panel_step<P, NT>(block(b), x + b, nbx, acc);
+  for (std::int64_t sb = 0; sb < nb / P::kSub; ++sb) {
+    const PanelBlock* blk = block(sb);
+#pragma GCC unroll 8
+    for (int j = 0; j < P::kSub; ++j) panel_step<P, NT>(blk[j], x + sb * P::kSub + j, nbx, acc);
+  }
 #pragma GCC unroll 16
   for (int t = 0; t < NT; ++t) store_rows(y + t * ys, acc[t], nr);
 }
 
 template <class P, int NT>
 void panel_from(const PanelBlock* panel, std::int64_t nb, const BlockQ8* x, std::int64_t nbx, float* y, std::int64_t ys, int nr) {
-  panel_tile<P, NT>([panel](std::int64_t b) -> const PanelBlock& { return panel[b]; }, nb, x, nbx, y, ys, nr);
+  panel_tile<P, NT>([panel](std::int64_t sb) { return panel + sb * P::kSub; }, nb, x, nbx, y, ys, nr);
 }
 
 // Few tokens: each block decoded straight into registers, the rows prefetched a few blocks ahead.
@@ -242,12 +391,12 @@ void panel_from(const PanelBlock* panel, std::int64_t nb, const BlockQ8* x, std:
 template <class P, int NT>
 void fused(const std::uint8_t* const rows[8], const std::uint8_t* ahead, std::int64_t nb, const BlockQ8* x, std::int64_t nbx, float* y,
            std::int64_t ys, int nr) {
-  PanelBlock blk;
-  auto block = [&](std::int64_t b) -> const PanelBlock& {
-    const char* pf = reinterpret_cast<const char*>(ahead + b * 8 * P::kBytes);
+  PanelBlock blk[P::kSub];
+  auto block = [&](std::int64_t sb) -> const PanelBlock* {
+    const char* pf = reinterpret_cast<const char*>(ahead + sb * 8 * P::kBytes);
     for (std::size_t o = 0; o < 8 * P::kBytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
     const std::uint8_t* p[8];
-    for (int r = 0; r < 8; ++r) p[r] = rows[r] + b * P::kBytes;
+    for (int r = 0; r < 8; ++r) p[r] = rows[r] + sb * P::kBytes;
     P::decode(p, blk);
     return blk;
   };
@@ -287,16 +436,37 @@ void run_panel(const std::uint8_t* w, std::size_t rb, int nr, const BlockQ8* xq,
         PanelTiles<P, NT>::fused_tab[t_end - t0 - 1](rows, w + static_cast<std::size_t>(r0 + 16) * rb, nb, xq + t0 * nb, nb, y + t0 * ys + r0, ys, n_rows);
         continue;
       }
-      for (std::int64_t b = 0; b < nb; ++b) {
+      for (std::int64_t sb = 0; sb < nb / P::kSub; ++sb) {
         const std::uint8_t* p[8];
-        for (int r = 0; r < 8; ++r) p[r] = rows[r] + b * P::kBytes;
-        P::decode(p, panel[b]);
+        for (int r = 0; r < 8; ++r) p[r] = rows[r] + sb * P::kBytes;
+        P::decode(p, panel.data() + sb * P::kSub);
       }
       for (int t1 = t0; t1 < t_end; t1 += NT) {
         const int n = std::min(NT, t_end - t1);
         PanelTiles<P, NT>::from_panel[n - 1](panel.data(), nb, xq + t1 * nb, nb, y + t1 * ys + r0, ys, n_rows);
       }
     }
+  }
+}
+
+// The Kernel for ggml type `type`: row groups of 8 x NT tokens (above) unless `panel` is off (or the
+// format has none: Q2_K, Q3_K; Q8_0 without VNNI), else q8_tile.h's MR x NR tiles; nullptr for others.
+template <int MR, int NR, int NT>
+Kernel kernel_for(std::uint32_t type, bool panel) {
+  switch (type) {
+    case 2: return panel ? run_panel<PanelQ4_0, NT> : run<Q4_0, MR, NR>;
+    case 3: return panel ? run_panel<PanelQ4_1, NT> : run<Q4_1, MR, NR>;
+    case 6: return panel ? run_panel<PanelQ5_0, NT> : run<Q5_0, MR, NR>;
+    case 7: return panel ? run_panel<PanelQ5_1, NT> : run<Q5_1, MR, NR>;
+    case 8:
+      if constexpr (MO_Q8_VNNI) return panel ? run_panel<PanelQ8_0, NT> : run<Q8_0, MR, NR>;
+      return run<Q8_0, MR, NR>;
+    case 10: return run<Q2_K, MR, NR>;
+    case 11: return run<Q3_K, MR, NR>;
+    case 12: return panel ? run_panel<PanelQ4_K, NT> : run<Q4_K, MR, NR>;
+    case 13: return panel ? run_panel<PanelQ5_K, NT> : run<Q5_K, MR, NR>;
+    case 14: return panel ? run_panel<PanelQ6_K, NT> : run<Q6_K, MR, NR>;
+    default: return nullptr;
   }
 }
 

@@ -184,26 +184,5 @@ struct Q2_K {
   template <int J> static __m256 scale(const Row& s) { return halves(s.sc + 2 * J); }
 };
 
-// The Kernel for ggml type `type` with MR x NR tiles (Q4_0..Q5_1, and Q8_0 on VNNI: row groups of 8 x
-// NT tokens, q8_panel.h, unless `panel` is off), or nullptr.
-template <int MR, int NR, int NT>
-Kernel kernel_for(std::uint32_t type, bool panel) {
-  switch (type) {
-    case 2: return panel ? run_panel<PanelQ4_0, NT> : run<Q4_0, MR, NR>;
-    case 3: return panel ? run_panel<PanelQ4_1, NT> : run<Q4_1, MR, NR>;
-    case 6: return panel ? run_panel<PanelQ5_0, NT> : run<Q5_0, MR, NR>;
-    case 7: return panel ? run_panel<PanelQ5_1, NT> : run<Q5_1, MR, NR>;
-    case 8:
-      if constexpr (MO_Q8_VNNI) return panel ? run_panel<PanelQ8_0, NT> : run<Q8_0, MR, NR>;
-      return run<Q8_0, MR, NR>;
-    case 10: return run<Q2_K, MR, NR>;
-    case 11: return run<Q3_K, MR, NR>;
-    case 12: return run<Q4_K, MR, NR>;
-    case 13: return run<Q5_K, MR, NR>;
-    case 14: return run<Q6_K, MR, NR>;
-    default: return nullptr;
-  }
-}
-
 }  // namespace
 }  // namespace mo::ops::q8
