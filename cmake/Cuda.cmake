@@ -26,9 +26,12 @@ if(MO_WITH_CUDA)
 
   # Every kernels/**/*.cu goes in; new kernel files are picked up when CMake re-runs.
   file(GLOB_RECURSE MO_CUDA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.cu)
-  add_library(mo_cuda STATIC ${MO_CUDA_SOURCES})
-  target_include_directories(mo_cuda PUBLIC include PRIVATE kernels)
-  target_link_libraries(mo_cuda PUBLIC CUDA::cudart CUDA::cublas fmt::fmt)
+  # A plugin (libmo_cuda.so beside the binaries) that the core library dlopens on first use, so CPU runs
+  # never map the CUDA libraries; it links nothing of the core library (mo/core/cuda_plugin.h).
+  add_library(mo_cuda MODULE ${MO_CUDA_SOURCES})
+  target_include_directories(mo_cuda PRIVATE include kernels)
+  target_link_libraries(mo_cuda PRIVATE CUDA::cudart CUDA::cublas fmt::fmt)
+  set_target_properties(mo_cuda PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
   # Line info for profilers (nsys / ncu) at no run-time cost; fast math stays off (the op tests compare to the CPU).
   target_compile_options(mo_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --expt-relaxed-constexpr>)
   set_target_properties(mo_cuda PROPERTIES CUDA_SEPARABLE_COMPILATION OFF POSITION_INDEPENDENT_CODE ON)

@@ -113,7 +113,7 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int ordinal) {
+std::unique_ptr<Backend> cuda_plugin_backend(int ordinal) {
   const int n = cuda::device_count();
   if (n == 0) throw UsageError("device: cuda was asked for, but no CUDA GPU is visible (driver missing or no device); use --device cpu");
   if (ordinal < 0 || ordinal >= n) throw UsageError(fmt::format("device: cuda:{} does not exist ({} GPU{} visible)", ordinal, n, n == 1 ? "" : "s"));

@@ -36,7 +36,18 @@ enum class LinearKind {
   host,  // host backend only: the model's own stored Matrix read in place (any ggml type, AWQ/GPTQ as the
          // engine binds them) by the fast CPU kernels of ops::linear. Last: the CUDA side casts the others.
 };
-const char* linear_kind_name(LinearKind k);
+inline const char* linear_kind_name(LinearKind k) {
+  switch (k) {
+    case LinearKind::f16: return "f16";
+    case LinearKind::q8_0: return "q8_0";
+    case LinearKind::q4_k: return "q4_k";
+    case LinearKind::q6_k: return "q6_k";
+    case LinearKind::awq: return "awq";
+    case LinearKind::gptq: return "gptq";
+    case LinearKind::host: return "host";
+  }
+  return "?";
+}
 
 // y[n, rows] = x[n, cols] · Wᵀ, W dequantized as (q - zero) * scale for awq/gptq.
 struct DeviceLinear {
@@ -128,7 +139,11 @@ class Backend {
   virtual bool host_formats() const { return false; }
 
  protected:
-  void count_alloc(std::ptrdiff_t bytes);
+  // Inline: the CUDA plugin (libmo_cuda.so) uses it and links nothing of the core library.
+  void count_alloc(std::ptrdiff_t bytes) {
+    allocated_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(allocated_) + bytes);
+    if (allocated_ > peak_) peak_ = allocated_;
+  }
   std::size_t allocated_ = 0, peak_ = 0;
 };
 

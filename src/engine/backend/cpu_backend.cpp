@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu_ops.h"
+#include "mo/core/cuda_plugin.h"
 #include "mo/core/error.h"
 #include "mo/core/memory.h"
 #include "mo/engine/backend.h"
@@ -89,24 +90,6 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-const char* linear_kind_name(LinearKind k) {
-  switch (k) {
-    case LinearKind::f16: return "f16";
-    case LinearKind::q8_0: return "q8_0";
-    case LinearKind::q4_k: return "q4_k";
-    case LinearKind::q6_k: return "q6_k";
-    case LinearKind::awq: return "awq";
-    case LinearKind::gptq: return "gptq";
-    case LinearKind::host: return "host";
-  }
-  return "?";
-}
-
-void Backend::count_alloc(std::ptrdiff_t bytes) {
-  allocated_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(allocated_) + bytes);
-  if (allocated_ > peak_) peak_ = allocated_;
-}
-
 std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool, false); }
 std::unique_ptr<Backend> make_host_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool, true); }
 
@@ -114,10 +97,11 @@ std::unique_ptr<Backend> make_backend(Device device, ThreadPool& pool) {
   return device == Device::cuda ? make_cuda_backend(0) : make_host_backend(pool);
 }
 
-#if !MO_WITH_CUDA
-std::unique_ptr<Backend> make_cuda_backend(int) {
-  throw UsageError("device: cuda was asked for, but this binary was built without CUDA (rebuild with -DMO_WITH_CUDA=ON)");
+std::unique_ptr<Backend> make_cuda_backend(int ordinal) {
+  std::string why;
+  const CudaPluginApi* api = cuda_plugin(&why);
+  if (api == nullptr) throw UsageError("device: cuda was asked for, but the CUDA backend is unavailable: " + why);
+  return api->make_backend(ordinal);
 }
-#endif
 
 }  // namespace mo::engine

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""The CUDA backend is a plugin (libmo_cuda.so) loaded only when a GPU run needs it.
+
+- A CPU run never maps the CUDA libraries (cuBLAS alone is ~60 MB of resident relocations): `--version`
+  and a CPU `generate` load no libcudart/libcublas, whether or not the binary was built with CUDA,
+  when the machine has no NVIDIA device.
+- `--device cuda` on such a machine loads the plugin (every symbol resolved: dlopen RTLD_NOW) and
+  refuses in one line that says no GPU is visible, exit 2; a CPU build says it was built without CUDA.
+"""
+import os
+import subprocess
+from pathlib import Path
+
+BIN = os.environ["MO_BINARY"]
+STORIES = Path(os.environ["MO_SHARED_DATA"]) / "models" / "stories260K.gguf"
+
+
+def run(*args):
+    env = dict(os.environ, LD_DEBUG="libs")  # the dynamic loader lists every library it opens (dlopen too)
+    return subprocess.run([BIN, *args], capture_output=True, text=True, env=env)
+
+
+def loaded(r, name):
+    return any(name in line and "calling init" in line for line in r.stderr.splitlines())
+
+
+def nvidia_device_present():
+    dev = Path("/dev")
+    return (dev / "nvidiactl").exists() or (dev / "dxg").exists() or any(
+        p.name[6:].isdigit() and p.name.startswith("nvidia") and len(p.name) > 6 for p in dev.iterdir())
+
+
+def main():
+    v = run("--version")
+    assert v.returncode == 0, v.stderr[-2000:]
+    built = "cuda: off" not in v.stdout
+    if nvidia_device_present():
+        print("an NVIDIA device is present: only the CPU-build checks apply")
+        return
+    for lib in ("libcudart", "libcublas", "libmo_cuda"):
+        assert not loaded(v, lib), f"--version loaded {lib}"
+    g = run("generate", str(STORIES), "--max_tokens", "4", "--device", "cpu")
+    assert g.returncode == 0, g.stderr[-2000:]
+    for lib in ("libcudart", "libcublas", "libmo_cuda"):
+        assert not loaded(g, lib), f"a CPU generate loaded {lib}"
+
+    c = run("generate", str(STORIES), "--max_tokens", "4", "--device", "cuda")
+    assert c.returncode == 2, (c.returncode, c.stderr[-2000:])
+    errors = [line for line in c.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, c.stderr[-2000:]
+    if built:
+        assert "no CUDA GPU is visible" in errors[0], errors[0]
+        assert loaded(c, "libmo_cuda"), "--device cuda did not load the plugin"
+    else:
+        assert "built without CUDA" in errors[0], errors[0]
+    print("ok:", "CUDA build" if built else "CPU build", "|", v.stdout.strip().splitlines()[0], "|", errors[0])
+
+
+if __name__ == "__main__":
+    main()
