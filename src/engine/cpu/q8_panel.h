@@ -386,7 +386,7 @@ void panel_from(const PanelBlock* panel, std::int64_t nb, const BlockQ8* x, std:
 }
 
 // Few tokens: each block decoded straight into registers, the rows prefetched a few blocks ahead.
-// `ahead`: the rows two groups on, prefetched a slice per block (8 interleaved row streams defeat
+// `ahead`: the rows one group on, prefetched a slice per block (8 interleaved row streams defeat
 // the hardware prefetcher; those rows are contiguous, so one linear walk covers them).
 template <class P, int NT>
 void fused(const std::uint8_t* const rows[8], const std::uint8_t* ahead, std::int64_t nb, const BlockQ8* x, std::int64_t nbx, float* y,
@@ -416,6 +416,10 @@ struct PanelTiles {
   }(std::make_integer_sequence<int, NT>{});
 };
 
+// Rows ahead that fused() prefetches: one group, so the prefetched lines (8 rows of up to 8 KB for large
+// K-quant rows, 2 KB of Q8_0 at 2048 inputs) are still in L1 when the next group reads them.
+constexpr int kAheadRows = 8;
+
 // The Kernel (q8.h contract): rows in groups of 8 (a short last group repeats its last row and stores
 // only its own lanes); per group, up to NT tokens decode each block into registers, more tokens first
 // transpose the group's blocks into a panel that every NT-token tile then reads.
@@ -433,7 +437,7 @@ void run_panel(const std::uint8_t* w, std::size_t rb, int nr, const BlockQ8* xq,
       const std::uint8_t* rows[8];
       for (int r = 0; r < 8; ++r) rows[r] = w + static_cast<std::size_t>(r0 + std::min(r, n_rows - 1)) * rb;
       if (t_end - t0 <= NT) {
-        PanelTiles<P, NT>::fused_tab[t_end - t0 - 1](rows, w + static_cast<std::size_t>(r0 + 16) * rb, nb, xq + t0 * nb, nb, y + t0 * ys + r0, ys, n_rows);
+        PanelTiles<P, NT>::fused_tab[t_end - t0 - 1](rows, w + static_cast<std::size_t>(r0 + kAheadRows) * rb, nb, xq + t0 * nb, nb, y + t0 * ys + r0, ys, n_rows);
         continue;
       }
       for (std::int64_t sb = 0; sb < nb / P::kSub; ++sb) {
