@@ -311,14 +311,16 @@ void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv,
   const std::int64_t n = s.n, h = hp_.hidden_size, hd = hp_.head_dim, nh = hp_.num_heads, nkv = hp_.num_kv_heads;
   const std::int64_t qd = nh * hd, kvd = nkv * hd, ffn = hp_.intermediate_size;
   const float eps = static_cast<float>(hp_.rms_norm_eps);
-  float* xn = scratch(1, n * h);
+  // Every kernel is batch-invariant and rows are independent outside attention, so a long prompt's projections run
+  // in token chunks on the host: the same results, with k/v/gate/up/normed rows sized for a chunk instead of the
+  // prompt (the peak memory of a prefill). Observers see whole layers, so they get one chunk.
+  const std::int64_t chunk = (observer != nullptr || !host()) ? n : std::min(n, kHostChunk);
+  float* xn = scratch(1, chunk * h);  // also each linear's output before it is added to the residual
   float* q = scratch(2, n * qd);
-  float* k = scratch(3, n * kvd);
-  float* v = scratch(4, n * kvd);
-  float* att = scratch(5, n * qd);
-  float* tmp = scratch(6, n * h);
-  float* gate = scratch(7, n * ffn);
-  float* up = scratch(8, n * ffn);
+  float* att = scratch(3, n * qd);
+  float* work = scratch(4, chunk * std::max(2 * kvd, 2 * ffn));  // k, v; later gate, up
+  float* k = work;
+  float* v = work + chunk * kvd;
   // Observers see host buffers: only the host backend has them.
   auto observe = [&](LinearId id, const float* x, std::int64_t dim) {
     if (observer) (*observer)(li, id, x, n, dim);
@@ -326,53 +328,63 @@ void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv,
   const float* factors = host() ? (w_->rope_freq_factors.empty() ? nullptr : w_->rope_freq_factors.data())
                                 : (rope_factors_.bytes() ? rope_factors_.as<float>() : nullptr);
   const float theta = static_cast<float>(hp_.rope_theta), fscale = model::rope_freq_scale(hp_);
-
-  b_.rms_norm(hidden, floats_of(li, 0), xn, n, h, eps);
-  observe(LinearId::q, xn, h);
-  observe(LinearId::k, xn, h);
-  observe(LinearId::v, xn, h);
   const DeviceLinear wq = linear_of(li, LinearId::q), wk = linear_of(li, LinearId::k), wv = linear_of(li, LinearId::v);
   const DeviceLinear* qkv[] = {&wq, &wk, &wv};
-  float* qkv_out[] = {q, k, v};
-  b_.linear_multi(xn, n, qkv, qkv_out, 3);
-  if (const float* b = floats_of(li, 2)) b_.add_bias(q, b, n, qd);
-  if (const float* b = floats_of(li, 3)) b_.add_bias(k, b, n, kvd);
-  if (const float* b = floats_of(li, 4)) b_.add_bias(v, b, n, kvd);
-  b_.rope(q, s.pos, n, nh, hd, theta, fscale, factors, rope_style_);
-  b_.rope(k, s.pos, n, nkv, hd, theta, fscale, factors, rope_style_);
+  const bool f32_kv = kv.layout().dtype == KvDtype::f32;  // host memory only (KvStorage refuses an f32 device cache)
+  // The storage is this model's to write; its accessors are const for the readers.
+  auto* kc = f32_kv ? nullptr : const_cast<std::uint16_t*>(kv.k_block<std::uint16_t>(kv_layer, 0));
+  auto* vc = f32_kv ? nullptr : const_cast<std::uint16_t*>(kv.v_block<std::uint16_t>(kv_layer, 0));
+  for (std::int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const std::int64_t m = std::min(chunk, n - t0);
+    float* qc = q + t0 * qd;
+    b_.rms_norm(hidden + t0 * h, floats_of(li, 0), xn, m, h, eps);
+    observe(LinearId::q, xn, h);
+    observe(LinearId::k, xn, h);
+    observe(LinearId::v, xn, h);
+    float* qkv_out[] = {qc, k, v};
+    b_.linear_multi(xn, m, qkv, qkv_out, 3);
+    if (const float* b = floats_of(li, 2)) b_.add_bias(qc, b, m, qd);
+    if (const float* b = floats_of(li, 3)) b_.add_bias(k, b, m, kvd);
+    if (const float* b = floats_of(li, 4)) b_.add_bias(v, b, m, kvd);
+    b_.rope(qc, s.pos + t0, m, nh, hd, theta, fscale, factors, rope_style_);
+    b_.rope(k, s.pos + t0, m, nkv, hd, theta, fscale, factors, rope_style_);
+    if (f32_kv)
+      kv.write(kv_layer, std::span<const int>(s.host_slots.data() + t0, static_cast<std::size_t>(m)), k, v);
+    else
+      b_.kv_write(kc, vc, k, v, s.slots + t0, m, kvd);
+  }
   AttentionArgs a = s.att;
   a.q = q;
   a.out = att;
-  if (kv.layout().dtype == KvDtype::f32) {  // host memory only (KvStorage refuses an f32 device cache)
-    kv.write(kv_layer, std::span<const int>(s.host_slots.data(), s.host_slots.size()), k, v);
+  if (f32_kv) {
     a.k_cache_f32 = kv.k_block<float>(kv_layer, 0);
     a.v_cache_f32 = kv.v_block<float>(kv_layer, 0);
   } else {
-    // The storage is this model's to write; its accessors are const for the readers.
-    auto* kc = const_cast<std::uint16_t*>(kv.k_block<std::uint16_t>(kv_layer, 0));
-    auto* vc = const_cast<std::uint16_t*>(kv.v_block<std::uint16_t>(kv_layer, 0));
-    b_.kv_write(kc, vc, k, v, s.slots, n, kvd);
     a.k_cache = kc;
     a.v_cache = vc;
   }
   b_.attention(a);
   observe(LinearId::o, att, qd);
-  const DeviceLinear wo = linear_of(li, LinearId::o);
-  b_.linear(att, n, wo, tmp);
-  b_.add(hidden, tmp, n * h);
-
-  b_.rms_norm(hidden, floats_of(li, 1), xn, n, h, eps);
-  observe(LinearId::gate, xn, h);
-  observe(LinearId::up, xn, h);
-  const DeviceLinear wg = linear_of(li, LinearId::gate), wu = linear_of(li, LinearId::up);
+  const DeviceLinear wo = linear_of(li, LinearId::o), wg = linear_of(li, LinearId::gate), wu = linear_of(li, LinearId::up),
+                     wd = linear_of(li, LinearId::down);
   const DeviceLinear* gu[] = {&wg, &wu};
-  float* gu_out[] = {gate, up};
-  b_.linear_multi(xn, n, gu, gu_out, 2);
-  b_.silu_mul(gate, up, n * ffn);
-  observe(LinearId::down, gate, ffn);
-  const DeviceLinear wd = linear_of(li, LinearId::down);
-  b_.linear(gate, n, wd, tmp);
-  b_.add(hidden, tmp, n * h);
+  float* gate = work;
+  float* up = work + chunk * ffn;
+  for (std::int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const std::int64_t m = std::min(chunk, n - t0);
+    float* hc = hidden + t0 * h;
+    b_.linear(att + t0 * qd, m, wo, xn);
+    b_.add(hc, xn, m * h);
+    b_.rms_norm(hc, floats_of(li, 1), xn, m, h, eps);
+    observe(LinearId::gate, xn, h);
+    observe(LinearId::up, xn, h);
+    float* gu_out[] = {gate, up};
+    b_.linear_multi(xn, m, gu, gu_out, 2);
+    b_.silu_mul(gate, up, m * ffn);
+    observe(LinearId::down, gate, ffn);
+    b_.linear(gate, m, wd, xn);
+    b_.add(hc, xn, m * h);
+  }
 }
 
 void DeviceModel::head_rows(const float* hidden, const std::vector<std::int32_t>& rows, float* out_host) {

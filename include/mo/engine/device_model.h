@@ -44,6 +44,7 @@ class DeviceModel {
   std::string summary() const;
 
  private:
+  static constexpr std::int64_t kHostChunk = 128;  // tokens per projection call of a long host prefill
   struct Layer {
     DeviceBuffer attn_norm, ffn_norm, bq, bk, bv;
     std::array<DeviceLinear, 7> lin;  // in LinearId order
