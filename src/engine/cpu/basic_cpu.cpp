@@ -1,4 +1,7 @@
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "mo/engine/ops/basic.h"
 
@@ -33,18 +36,58 @@ void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t po
   }
 }
 
-void silu_mul(float* gate, const float* up, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+namespace {
+
+// Explicit fused multiply-adds: left to -ffp-contract, a vectorized loop body and its scalar tail may round
+// differently. Without an FMA unit there is nothing to contract to.
+#if defined(__FMA__)
+inline float madd(float a, float b, float c) { return std::fma(a, b, c); }
+#else
+inline float madd(float a, float b, float c) { return a * b + c; }
+#endif
+
+// e^x for x in any range (clamped to [-87.3, 88]: the result stays a normal float), Cephes' expf: x = n ln2 + r,
+// a degree-6 polynomial for e^r, then 2^n through the exponent bits. Relative error about 2e-7; branch-free, so
+// loops over it vectorize, and each element's value never depends on its neighbours.
+inline float exp_poly(float x) {
+  x = std::min(std::max(x, -87.3f), 88.0f);
+  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer kept in the low mantissa bits
+  const float t = madd(x, 1.44269504088896341f, kShift);
+  const float n = t - kShift;
+  const std::int32_t ni = std::bit_cast<std::int32_t>(t) - std::bit_cast<std::int32_t>(kShift);
+  const float r = madd(n, 2.12194440e-4f, madd(n, -0.693359375f, x));
+  float p = 1.9875691500e-4f;
+  p = madd(p, r, 1.3981999507e-3f);
+  p = madd(p, r, 8.3334519073e-3f);
+  p = madd(p, r, 4.1665795894e-2f);
+  p = madd(p, r, 1.6666665459e-1f);
+  p = madd(p, r, 5.0000001201e-1f);
+  p = madd(p, r * r, r) + 1.0f;
+  return p * std::bit_cast<float>((ni + 127) << 23);
 }
 
-void softmax(float* x, std::int64_t n) {
-  float mx = x[0];
-  for (std::int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+}  // namespace
+
+void silu_mul(float* __restrict gate, const float* __restrict up, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + exp_poly(-gate[i])) * up[i];
+}
+
+void softmax(float* __restrict x, std::int64_t n) {
+  constexpr int kLanes = 16;  // fixed partial maxima and sums: the result depends on n only, never on the SIMD width
+  float mx_l[kLanes], sum_l[kLanes];
+  std::fill(mx_l, mx_l + kLanes, x[0]);
+  std::fill(sum_l, sum_l + kLanes, 0.0f);
+  const std::int64_t body = n / kLanes * kLanes;
+  for (std::int64_t i = 0; i < body; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) mx_l[j] = mx_l[j] > x[i + j] ? mx_l[j] : x[i + j];
+  float mx = *std::max_element(mx_l, mx_l + kLanes);
+  for (std::int64_t i = body; i < n; ++i) mx = std::max(mx, x[i]);
+  for (std::int64_t i = 0; i < n; ++i) x[i] = exp_poly(x[i] - mx);
+  for (std::int64_t i = 0; i < body; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) sum_l[j] += x[i + j];
   double sum = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
-  }
+  for (int j = 0; j < kLanes; ++j) sum += sum_l[j];
+  for (std::int64_t i = body; i < n; ++i) sum += x[i];
   const float inv = static_cast<float>(1.0 / sum);
   for (std::int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
