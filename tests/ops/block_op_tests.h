@@ -5,8 +5,10 @@
 #include <cmath>
 #include <iterator>
 #include <numeric>
+#include <type_traits>
 
 #include "backend_fixture.h"
+#include "mo/engine/ops/linear.h"
 
 namespace mo::test::block {
 
@@ -148,6 +150,18 @@ class BlockOps : public mo::test::BackendTest<Tag> {
     }
     this->backend().attention(a);
     auto got = this->template to_host<float>(dout, q.size());
+#if defined(__FMA__)
+    if constexpr (std::is_same_v<Tag, mo::test::CpuTag>) {
+      // The CPU's plain loops and its AVX2 registers do the same fused multiply-adds in the same order.
+      const auto level = mo::ops::simd_level();
+      mo::ops::set_simd_level(mo::ops::SimdLevel::scalar);
+      auto dplain = this->zeros(q.size() * sizeof(float));
+      a.out = dplain.template as<float>();
+      this->backend().attention(a);
+      mo::ops::set_simd_level(level);
+      ASSERT_EQ(this->template to_host<float>(dplain, q.size()), got) << "scalar and SIMD attention differ";
+    }
+#endif
 
     for (int r = 0; r < n_rows; ++r) {
       const int s = row_seq[r], ctx = row_ctx[r];

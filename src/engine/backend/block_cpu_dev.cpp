@@ -134,8 +134,9 @@ void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, co
 namespace {
 
 // Positions [0, ctx) of one sequence's K or V for one KV head, widened to f32: out is [ctx, head_dim], or
-// [head_dim, ctx] when transposed (a query's scores over all positions are then one vector loop).
-void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int ctx, int kvh, float* out, bool transposed) {
+// [head_dim, stride] when transposed (a query's scores over all positions are then one vector loop).
+void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int ctx, int kvh, float* out, bool transposed,
+            int stride) {
   const int hd = a.head_dim;
   constexpr int kBlock = 8;  // positions widened together, then written transposed 8 contiguous floats at a time
   thread_local std::vector<float> rows;
@@ -155,70 +156,127 @@ void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int 
     }
     if (transposed)
       for (int d = 0; d < hd; ++d) {
-        float* o = out + static_cast<std::int64_t>(d) * ctx + p0;
+        float* o = out + static_cast<std::int64_t>(d) * stride + p0;
         for (int j = 0; j < m; ++j) o[j] = rows[static_cast<std::size_t>(j) * hd + d];
       }
   }
 }
 
-// s[p] = scale * sum over d of q[d] * kt[d][p] for p < n (kt: [hd, ctx]), each sum in d order (the same
-// for every row: batch-invariant), four dims per pass over s.
-void scores_of(const float* __restrict q, const float* __restrict kt, int ctx, int n, int hd, float scale, float* __restrict s) {
-  std::fill(s, s + n, 0.0f);
-  int d = 0;
-  for (; d + 4 <= hd; d += 4) {
-    const float q0 = q[d], q1 = q[d + 1], q2 = q[d + 2], q3 = q[d + 3];
-    const float* __restrict k0 = kt + static_cast<std::int64_t>(d) * ctx;
-    const float* __restrict k1 = k0 + ctx;
-    const float* __restrict k2 = k1 + ctx;
-    const float* __restrict k3 = k2 + ctx;
-    for (int p = 0; p < n; ++p) {
-      float acc = s[p];
-      acc += q0 * k0[p];
-      acc += q1 * k1[p];
-      acc += q2 * k2[p];
-      acc += q3 * k3[p];
-      s[p] = acc;
+// Explicit fused multiply-adds, so every block and tail rounds alike (no FMA unit: nothing to contract to).
+#if defined(__FMA__)
+inline float madd(float a, float b, float c) { return std::fma(a, b, c); }
+#else
+inline float madd(float a, float b, float c) { return a * b + c; }
+#endif
+
+constexpr int kQueries = 4;    // query vectors per pass: each key or value vector loaded serves all of them
+constexpr int kPositions = 16;  // positions (or value dims) per register block
+
+// s_j[p] = scale * sum over d of q_j[d] * kt[d][p], for p < n (kt: [hd, stride], zero beyond ctx; s_j: row j of
+// [kQueries, stride]), each sum in d order from zero: the same arithmetic for every query whatever the others in
+// its pass (batch-invariant), in every implementation below. Unused query slots repeat query 0.
+void scores_of(const float* const* q, const float* __restrict kt, int stride, int n, int hd, float scale, float* __restrict s) {
+  for (int p0 = 0; p0 < n; p0 += kPositions) {
+    float acc[kQueries][kPositions] = {};
+    for (int d = 0; d < hd; ++d) {
+      const float* __restrict k = kt + static_cast<std::int64_t>(d) * stride + p0;
+      for (int j = 0; j < kQueries; ++j)
+        for (int l = 0; l < kPositions; ++l) acc[j][l] = madd(q[j][d], k[l], acc[j][l]);
     }
+    for (int j = 0; j < kQueries; ++j)
+      for (int l = 0; l < kPositions; ++l) s[static_cast<std::int64_t>(j) * stride + p0 + l] = acc[j][l] * scale;
   }
-  for (; d < hd; ++d) {
-    const float qd = q[d];
-    const float* __restrict kd = kt + static_cast<std::int64_t>(d) * ctx;
-    for (int p = 0; p < n; ++p) s[p] += qd * kd[p];
-  }
-  for (int p = 0; p < n; ++p) s[p] *= scale;
 }
 
-// out[e] = sum over p of s[p] * v[p][e], added in position order (four positions per pass over out, the
-// same additions in the same order as one at a time, so the result does not depend on the blocking).
-void weighted_sum(const float* __restrict s, const float* __restrict v, int n, int hd, float* __restrict out) {
-  std::fill(out, out + hd, 0.0f);
-  int p = 0;
-  for (; p + 4 <= n; p += 4) {
-    const float s0 = s[p], s1 = s[p + 1], s2 = s[p + 2], s3 = s[p + 3];
-    const float* __restrict v0 = v + static_cast<std::int64_t>(p) * hd;
-    const float* __restrict v1 = v0 + hd;
-    const float* __restrict v2 = v1 + hd;
-    const float* __restrict v3 = v2 + hd;
-    for (int e = 0; e < hd; ++e) {
-      float acc = out[e];
-      acc += s0 * v0[e];
-      acc += s1 * v1[e];
-      acc += s2 * v2[e];
-      acc += s3 * v3[e];
-      out[e] = acc;
+// out_j[e] = sum over p < n of s_j[p] * v[p][e], added in position order from zero (s_j is zero from the
+// query's own context length on, which adds exact zeros); v has kPositions floats of padding past its end.
+// Only the first nq outputs are written.
+void weighted_sum(const float* __restrict s, int stride, int nq, const float* __restrict v, int n, int hd, float* const* out) {
+  for (int e0 = 0; e0 < hd; e0 += kPositions) {
+    float acc[kQueries][kPositions] = {};
+    for (int p = 0; p < n; ++p) {
+      const float* __restrict vp = v + static_cast<std::int64_t>(p) * hd + e0;
+      for (int j = 0; j < kQueries; ++j)
+        for (int l = 0; l < kPositions; ++l) acc[j][l] = madd(s[static_cast<std::int64_t>(j) * stride + p], vp[l], acc[j][l]);
     }
-  }
-  for (; p < n; ++p) {
-    const float sp = s[p];
-    const float* __restrict vp = v + static_cast<std::int64_t>(p) * hd;
-    for (int e = 0; e < hd; ++e) out[e] += sp * vp[e];
+    const int m = std::min(kPositions, hd - e0);
+    for (int j = 0; j < nq; ++j) std::copy(acc[j], acc[j] + m, out[j] + e0);
   }
 }
+
+// The same two loops with the 4 x 16 accumulators in AVX2 registers (the plain loops above spill them).
+MO_SIMD_TARGET_PUSH("avx2,fma")
+void scores_of_avx2(const float* const* q, const float* __restrict kt, int stride, int n, int hd, float scale, float* __restrict s) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int p0 = 0; p0 < n; p0 += kPositions) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+    for (int d = 0; d < hd; ++d) {
+      const float* k = kt + static_cast<std::int64_t>(d) * stride + p0;
+      const __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8);
+      __m256 x = _mm256_broadcast_ss(q[0] + d);
+      a0 = _mm256_fmadd_ps(x, k0, a0);
+      a1 = _mm256_fmadd_ps(x, k1, a1);
+      x = _mm256_broadcast_ss(q[1] + d);
+      b0 = _mm256_fmadd_ps(x, k0, b0);
+      b1 = _mm256_fmadd_ps(x, k1, b1);
+      x = _mm256_broadcast_ss(q[2] + d);
+      c0 = _mm256_fmadd_ps(x, k0, c0);
+      c1 = _mm256_fmadd_ps(x, k1, c1);
+      x = _mm256_broadcast_ss(q[3] + d);
+      d0 = _mm256_fmadd_ps(x, k0, d0);
+      d1 = _mm256_fmadd_ps(x, k1, d1);
+    }
+    float* o = s + p0;
+    const std::int64_t st = stride;
+    _mm256_storeu_ps(o, _mm256_mul_ps(a0, sc));
+    _mm256_storeu_ps(o + 8, _mm256_mul_ps(a1, sc));
+    _mm256_storeu_ps(o + st, _mm256_mul_ps(b0, sc));
+    _mm256_storeu_ps(o + st + 8, _mm256_mul_ps(b1, sc));
+    _mm256_storeu_ps(o + 2 * st, _mm256_mul_ps(c0, sc));
+    _mm256_storeu_ps(o + 2 * st + 8, _mm256_mul_ps(c1, sc));
+    _mm256_storeu_ps(o + 3 * st, _mm256_mul_ps(d0, sc));
+    _mm256_storeu_ps(o + 3 * st + 8, _mm256_mul_ps(d1, sc));
+  }
+}
+
+void weighted_sum_avx2(const float* __restrict s, int stride, int nq, const float* __restrict v, int n, int hd, float* const* out) {
+  const std::int64_t st = stride;
+  for (int e0 = 0; e0 < hd; e0 += kPositions) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+    for (int p = 0; p < n; ++p) {
+      const float* vp = v + static_cast<std::int64_t>(p) * hd + e0;
+      const __m256 v0 = _mm256_loadu_ps(vp), v1 = _mm256_loadu_ps(vp + 8);
+      __m256 x = _mm256_broadcast_ss(s + p);
+      a0 = _mm256_fmadd_ps(x, v0, a0);
+      a1 = _mm256_fmadd_ps(x, v1, a1);
+      x = _mm256_broadcast_ss(s + st + p);
+      b0 = _mm256_fmadd_ps(x, v0, b0);
+      b1 = _mm256_fmadd_ps(x, v1, b1);
+      x = _mm256_broadcast_ss(s + 2 * st + p);
+      c0 = _mm256_fmadd_ps(x, v0, c0);
+      c1 = _mm256_fmadd_ps(x, v1, c1);
+      x = _mm256_broadcast_ss(s + 3 * st + p);
+      d0 = _mm256_fmadd_ps(x, v0, d0);
+      d1 = _mm256_fmadd_ps(x, v1, d1);
+    }
+    alignas(32) float acc[kQueries][kPositions];
+    _mm256_store_ps(acc[0], a0);
+    _mm256_store_ps(acc[0] + 8, a1);
+    _mm256_store_ps(acc[1], b0);
+    _mm256_store_ps(acc[1] + 8, b1);
+    _mm256_store_ps(acc[2], c0);
+    _mm256_store_ps(acc[2] + 8, c1);
+    _mm256_store_ps(acc[3], d0);
+    _mm256_store_ps(acc[3] + 8, d1);
+    const int m = std::min(kPositions, hd - e0);
+    for (int j = 0; j < nq; ++j) std::copy(acc[j], acc[j] + m, out[j] + e0);
+  }
+}
+MO_SIMD_TARGET_POP
 
 // Rows [r0, r1) of one sequence (contiguous, positions increasing) for one KV head: the context is
 // widened once and serves every row and every query head of the GQA group. A row's result depends only
-// on its own query and context, never on which rows share the task.
+// on its own query and context, never on which rows share the task or a pass.
 struct AttentionTask {
   int r0, r1, kvh;
 };
@@ -228,22 +286,38 @@ void run_task(const AttentionArgs& a, const AttentionTask& t, std::vector<float>
   const int hd = a.head_dim, group = a.num_heads / a.num_kv_heads;
   int ctx = 0;
   for (int r = t.r0; r < t.r1; ++r) ctx = std::max(ctx, a.row_ctx[r]);
+  const int stride = (ctx + kPositions - 1) / kPositions * kPositions;
   const std::int32_t* table = a.block_tables + static_cast<std::int64_t>(a.row_seq[t.r0]) * a.max_blocks_per_seq;
-  keys.resize(static_cast<std::size_t>(ctx) * hd);
-  vals.resize(static_cast<std::size_t>(ctx) * hd);
-  scores.resize(ctx);
-  gather(a, false, table, ctx, t.kvh, keys.data(), true);
-  gather(a, true, table, ctx, t.kvh, vals.data(), false);
-  for (int r = t.r0; r < t.r1; ++r) {
-    const int visible = a.row_ctx[r];
-    for (int g = 0; g < group; ++g) {
-      const std::int64_t head = static_cast<std::int64_t>(t.kvh) * group + g;
-      const float* q = a.q + (static_cast<std::int64_t>(r) * a.num_heads + head) * hd;
-      float* out = a.out + (static_cast<std::int64_t>(r) * a.num_heads + head) * hd;
-      scores_of(q, keys.data(), ctx, visible, hd, a.scale, scores.data());
-      ops::softmax(scores.data(), visible);
-      weighted_sum(scores.data(), vals.data(), visible, hd, out);
+  keys.assign(static_cast<std::size_t>(stride) * hd, 0.0f);
+  vals.resize(static_cast<std::size_t>(ctx) * hd + kPositions);
+  scores.resize(static_cast<std::size_t>(kQueries) * stride);
+  gather(a, false, table, ctx, t.kvh, keys.data(), true, stride);
+  gather(a, true, table, ctx, t.kvh, vals.data(), false, stride);
+  std::fill(vals.end() - kPositions, vals.end(), 0.0f);
+  // Query vectors in (row, head) order, kQueries per pass.
+  const int total = (t.r1 - t.r0) * group;
+  for (int first = 0; first < total; first += kQueries) {
+    const int nq = std::min(kQueries, total - first);
+    const float* q[kQueries];
+    float* out[kQueries];
+    int visible[kQueries], n = 0;
+    for (int j = 0; j < nq; ++j) {
+      const int r = t.r0 + (first + j) / group;
+      const std::int64_t head = static_cast<std::int64_t>(t.kvh) * group + (first + j) % group;
+      q[j] = a.q + (static_cast<std::int64_t>(r) * a.num_heads + head) * hd;
+      out[j] = a.out + (static_cast<std::int64_t>(r) * a.num_heads + head) * hd;
+      visible[j] = a.row_ctx[r];
+      n = std::max(n, visible[j]);
     }
+    for (int j = nq; j < kQueries; ++j) q[j] = q[0];  // computed and dropped: the loops stay branch-free
+    const bool avx2 = ops::simd_level() != ops::SimdLevel::scalar;
+    (avx2 ? scores_of_avx2 : scores_of)(q, keys.data(), stride, n, hd, a.scale, scores.data());
+    for (int j = 0; j < nq; ++j) {
+      float* sj = scores.data() + static_cast<std::int64_t>(j) * stride;
+      ops::softmax(sj, visible[j]);
+      std::fill(sj + visible[j], sj + n, 0.0f);
+    }
+    (avx2 ? weighted_sum_avx2 : weighted_sum)(scores.data(), stride, nq, vals.data(), n, hd, out);
   }
 }
 
