@@ -1,7 +1,7 @@
 // Speed of ops::linear on quantized GGUF weights: the integer-dot kernels (src/engine/cpu/q8.h) against
 // the older f32 row kernels (qdot.h), on SmolLM2-135M's shapes.
-//   mo_tool_bench_q8 [--types q4_0,q8_0,...] [--min-time 0.3]
-// Prints GFLOP/s and weight GB/s (bytes of W read once per call) for nt = 1 and 512 tokens, 1 and 2
+//   mo_tool_bench_q8 [--types q4_0,q8_0,...] [--nt 1,512] [--min-time 0.3]
+// Prints GFLOP/s and weight GB/s (bytes of W read once per call) for nt = 1 and 512 tokens (--nt), 1 and 2
 // threads. Each figure is the fastest call seen within --min-time seconds (robust on a shared machine).
 #include <fmt/format.h>
 
@@ -54,8 +54,13 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) {
   std::vector<std::string> types = {"q4_0", "q8_0", "q4_1", "q5_0", "q6_K", "q4_K", "q5_1", "q5_K", "q3_K", "q2_K"};
   double min_time = 0.3;
+  std::vector<std::int64_t> token_counts = {1, 512};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--types") == 0) types = split(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--nt") == 0) {
+      token_counts.clear();
+      for (const std::string& v : split(argv[i + 1])) token_counts.push_back(std::stoll(v));
+    }
     else if (std::strcmp(argv[i], "--min-time") == 0) min_time = std::stod(argv[i + 1]);
   }
   struct Shape { std::int64_t rows, cols; };
@@ -83,7 +88,7 @@ int main(int argc, char** argv) {
         quant::gguf_quantize_row(type, src.data(), bytes.data() + r * rb, s.cols);
       }
       const engine::Matrix w{"w", type, s.rows, s.cols, rb, bytes, nullptr, nullptr};
-      for (std::int64_t nt : {1, 512}) {
+      for (std::int64_t nt : token_counts) {
         std::vector<float> x(static_cast<std::size_t>(nt * s.cols)), y(static_cast<std::size_t>(nt * s.rows));
         for (float& v : x) v = nd(rng);
         for (int threads : {1, 2}) {
