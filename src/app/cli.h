@@ -15,7 +15,6 @@ class Command {
   virtual const char* name() const = 0;
   virtual const char* summary() const = 0;
   virtual void bind(config::Schema& schema) = 0;  // attach the config fields
-  virtual bool built() const { return true; }     // false: --help works, running says "not built yet"
   virtual int run() = 0;                          // after config file and flags are applied
 };
 

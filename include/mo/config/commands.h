@@ -1,5 +1,5 @@
 #pragma once
-// Typed configs of the subcommands whose modules are not built yet (budget's is in mo/budget/). YAML keys and flags share the field names
+// Typed configs of the subcommands (budget's is in mo/budget/). YAML keys and flags share the field names
 // (flags also answer to the dashed twin); bind_*() attaches each field to a Schema with its help.
 #include <cstdint>
 #include <string>
