@@ -26,7 +26,6 @@ namespace fs = std::filesystem;
 PipelineSettings settings_from(const config::QuantizeConfig& c) {
   PipelineSettings s;
   s.method = c.quant_method;
-  if (s.method == "gguf") throw UsageError("quant_method: gguf (k-quants) is not built in this version; use rtn, awq, gptq or fp8");
   s.layout = s.method == "awq" ? OutputLayout::awq_gemm : s.method == "fp8" ? OutputLayout::fp8 : OutputLayout::gptq;
   s.bits = static_cast<int>(c.bits);
   if (s.method != "fp8" && s.bits != 4 && s.bits != 8) throw UsageError(fmt::format("bits: {} is not supported; expected 4 or 8", c.bits));
