@@ -9,6 +9,7 @@
 
 #include <immintrin.h>
 
+#include "../cpu/fused_madd.h"
 #include "../cpu/simd_target.h"
 #include "cpu_ops.h"
 #include "mo/core/half.h"
@@ -162,12 +163,7 @@ void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int 
   }
 }
 
-// Explicit fused multiply-adds, so every block and tail rounds alike (no FMA unit: nothing to contract to).
-#if defined(__FMA__)
-inline float madd(float a, float b, float c) { return std::fma(a, b, c); }
-#else
-inline float madd(float a, float b, float c) { return a * b + c; }
-#endif
+using ops::madd;  // the plain loops round as their AVX2 twins
 
 constexpr int kQueries = 4;    // query vectors per pass: each key or value vector loaded serves all of them
 constexpr int kPositions = 16;  // positions (or value dims) per register block
@@ -288,12 +284,17 @@ void run_task(const AttentionArgs& a, const AttentionTask& t, std::vector<float>
   for (int r = t.r0; r < t.r1; ++r) ctx = std::max(ctx, a.row_ctx[r]);
   const int stride = (ctx + kPositions - 1) / kPositions * kPositions;
   const std::int32_t* table = a.block_tables + static_cast<std::int64_t>(a.row_seq[t.r0]) * a.max_blocks_per_seq;
-  keys.assign(static_cast<std::size_t>(stride) * hd, 0.0f);
+  keys.resize(static_cast<std::size_t>(stride) * hd);
   vals.resize(static_cast<std::size_t>(ctx) * hd + kPositions);
   scores.resize(static_cast<std::size_t>(kQueries) * stride);
   gather(a, false, table, ctx, t.kvh, keys.data(), true, stride);
   gather(a, true, table, ctx, t.kvh, vals.data(), false, stride);
+  for (int d = 0; d < hd; ++d) {  // only the padding past ctx: gather wrote the rest
+    float* row = keys.data() + static_cast<std::int64_t>(d) * stride;
+    std::fill(row + ctx, row + stride, 0.0f);
+  }
   std::fill(vals.end() - kPositions, vals.end(), 0.0f);
+  const bool avx2 = ops::simd_level() != ops::SimdLevel::scalar;
   // Query vectors in (row, head) order, kQueries per pass.
   const int total = (t.r1 - t.r0) * group;
   for (int first = 0; first < total; first += kQueries) {
@@ -310,7 +311,6 @@ void run_task(const AttentionArgs& a, const AttentionTask& t, std::vector<float>
       n = std::max(n, visible[j]);
     }
     for (int j = nq; j < kQueries; ++j) q[j] = q[0];  // computed and dropped: the loops stay branch-free
-    const bool avx2 = ops::simd_level() != ops::SimdLevel::scalar;
     (avx2 ? scores_of_avx2 : scores_of)(q, keys.data(), stride, n, hd, a.scale, scores.data());
     for (int j = 0; j < nq; ++j) {
       float* sj = scores.data() + static_cast<std::int64_t>(j) * stride;

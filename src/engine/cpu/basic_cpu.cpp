@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "fused_madd.h"
 #include "mo/engine/ops/basic.h"
 
 namespace mo::ops {
@@ -37,14 +38,6 @@ void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t po
 }
 
 namespace {
-
-// Explicit fused multiply-adds: left to -ffp-contract, a vectorized loop body and its scalar tail may round
-// differently. Without an FMA unit there is nothing to contract to.
-#if defined(__FMA__)
-inline float madd(float a, float b, float c) { return std::fma(a, b, c); }
-#else
-inline float madd(float a, float b, float c) { return a * b + c; }
-#endif
 
 // e^x for x in any range (clamped to [-87.3, 88]: the result stays a normal float), Cephes' expf: x = n ln2 + r,
 // a degree-6 polynomial for e^r, then 2^n through the exponent bits. Relative error about 2e-7; branch-free, so
