@@ -24,12 +24,15 @@ if(MO_WITH_CUDA)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   find_package(CUDAToolkit REQUIRED)
 
-  # Every kernels/**/*.cu goes in; new kernel files are picked up when CMake re-runs.
-  file(GLOB_RECURSE MO_CUDA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.cu)
+  # Every kernels/**/*.cu goes in, and the Backend that wraps them (src/engine/backend/*.cu, beside the CPU
+  # backend); new files are picked up when CMake re-runs.
+  file(GLOB_RECURSE MO_CUDA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.cu ${PROJECT_SOURCE_DIR}/src/engine/backend/*.cu)
   # A plugin (libmo_cuda.so beside the binaries) that the core library dlopens on first use, so CPU runs
   # never map the CUDA libraries; it links nothing of the core library (mo/core/cuda_plugin.h).
   add_library(mo_cuda MODULE ${MO_CUDA_SOURCES})
-  target_include_directories(mo_cuda PRIVATE include kernels)
+  # Only the headers of the modules the kernels may use (cmake/Modules.cmake makes these views).
+  target_include_directories(mo_cuda PRIVATE kernels ${PROJECT_BINARY_DIR}/include-views/core
+                             ${PROJECT_BINARY_DIR}/include-views/formats ${PROJECT_BINARY_DIR}/include-views/engine)
   target_link_libraries(mo_cuda PRIVATE CUDA::cudart CUDA::cublas fmt::fmt)
   set_target_properties(mo_cuda PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
   # Line info for profilers (nsys / ncu) at no run-time cost; fast math stays off (the op tests compare to the CPU).

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "check.cuh"
-#include "mo/quant/k_scales.h"
+#include "mo/formats/k_scales.h"
 
 // cuBLAS calls go through this: a failure throws mo::Error naming the op and cuBLAS's status string.
 #define MO_CUBLAS_CHECK(op, expr)                                                                   \
@@ -56,7 +56,7 @@ __device__ __forceinline__ std::uint16_t ld_u16(const std::uint8_t* p) {
 }
 
 // Weight (r, k) of W, computed with the same f32 operations as the CPU reference (gguf_dequant.cpp for
-// the GGUF kinds, QuantizedLinear::weight for AWQ/GPTQ). Byte loads only for GGUF: any alignment.
+// the GGUF kinds, formats::QuantizedLinear::weight for AWQ/GPTQ). Byte loads only for GGUF: any alignment.
 __device__ __forceinline__ float weight_at(const Args& a, std::int64_t r, std::int64_t k) {
   switch (a.kind) {
     case Kind::f16: return h2f(reinterpret_cast<const std::uint16_t*>(a.w)[r * a.cols + k]);
@@ -69,7 +69,7 @@ __device__ __forceinline__ float weight_at(const Args& a, std::int64_t r, std::i
       const int i = static_cast<int>(k % 256), j = i / 64, hi = (i / 32) & 1;
       const std::uint8_t qb = b[16 + 32 * j + i % 32];
       int sc, m;
-      quant::scale_min_k4(2 * j + hi, b + 4, sc, m);
+      formats::scale_min_k4(2 * j + hi, b + 4, sc, m);
       const float d1 = h2f(ld_u16(b)) * static_cast<float>(sc), m1 = h2f(ld_u16(b + 2)) * static_cast<float>(m);
       return __fsub_rn(__fmul_rn(d1, static_cast<float>(hi ? qb >> 4 : qb & 0xF)), m1);
     }

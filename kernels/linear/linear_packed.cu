@@ -2,7 +2,7 @@
 // the outputs: threads own consecutive packed columns, K is split over the 8 warps of a block and over
 // `ksplit` blocks (partials summed by reduce_partials: no atomics, deterministic). Every qweight word
 // is read once and used for all N tokens; x is staged in shared memory. (q - z) * s is computed in
-// f32 exactly as QuantizedLinear::weight, with magic() in place of int->float conversions.
+// f32 exactly as formats::QuantizedLinear::weight, with magic() in place of int->float conversions.
 #include <algorithm>
 
 #include "linear_kernels.cuh"

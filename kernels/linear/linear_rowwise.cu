@@ -61,7 +61,7 @@ struct Q8_0 {
   }
 };
 
-// The 12 scale bytes of a Q4_K block as three words, with quant::scale_min_k4's indexing (no local array: j is
+// The 12 scale bytes of a Q4_K block as three words, with formats::scale_min_k4's indexing (no local array: j is
 // not a compile-time constant, and an indexed array would live in local memory).
 struct K4Scales {
   std::uint32_t w0, w1, w2;
@@ -84,8 +84,8 @@ struct Q4K {
     const K4Scales sc{hdr.y, hdr.z, hdr.w};
     const float d = h2f(static_cast<std::uint16_t>(hdr.x & 0xFFFF)), dmin = h2f(static_cast<std::uint16_t>(hdr.x >> 16));
     int s0, m0, s1, m1;
-    quant::scale_min_k4(2 * j, sc, s0, m0);
-    quant::scale_min_k4(2 * j + 1, sc, s1, m1);
+    formats::scale_min_k4(2 * j, sc, s0, m0);
+    formats::scale_min_k4(2 * j + 1, sc, s1, m1);
     const float d0 = d * static_cast<float>(s0), n0 = dmin * static_cast<float>(m0);
     const float d1 = d * static_cast<float>(s1), n1 = dmin * static_cast<float>(m1);
     const std::uint32_t qw[4] = {qv.x, qv.y, qv.z, qv.w};

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli.h"
-#include "mo/budget/presets.h"
+#include "mo/model/model_presets.h"
 #include "mo/config/commands.h"
 #include "mo/core/device.h"
 #include "mo/core/error.h"
@@ -13,7 +13,7 @@
 #include "mo/core/thread_pool.h"
 #include "mo/engine/device_model.h"
 #include "mo/engine/generator.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/json_file.h"
 #include "mo/tokenizer/chat_template.h"
 
@@ -100,8 +100,8 @@ class GenerateCommand : public Command {
 
 // Random weights have no tokenizer: the prompt is BOS and the output is printed as token ids.
 int GenerateCommand::run_dummy(const engine::SamplingParams& params, const engine::GenerationOptions& opt) {
-  const auto* preset = budget::find_model_preset(cfg_.model_path);
-  if (!preset) throw UsageError(fmt::format("model_path: load_format dummy needs a preset ({})", join(budget::model_preset_names())));
+  const auto* preset = model::find_model_preset(cfg_.model_path);
+  if (!preset) throw UsageError(fmt::format("model_path: load_format dummy needs a preset ({})", join(model::model_preset_names())));
   const auto type = ggml_type_from_name(cfg_.dummy_type);
   engine::Engine engine(cfg_.dummy_type == "awq" ? engine::dummy_awq_weights(preset->hp) : engine::dummy_weights(preset->hp, *type), default_pool(),
                         parse_device(cfg_.device));

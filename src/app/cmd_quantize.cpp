@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "quantize_options.h"
 #include "mo/config/commands.h"
 #include "mo/core/progress.h"
 #include "mo/core/strings.h"
@@ -78,7 +79,7 @@ class QuantizeCommand : public Command {
   void bind(config::Schema& s) override { config::bind(s, cfg_); }
   int run() override {
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
-    quant::QuantizeReport r = quant::quantize_model(cfg_);
+    quant::QuantizeReport r = quant::quantize_model(quantize_options(cfg_));
     if (cfg_.json) {
       nlohmann::json j = {{"input", r.input}, {"output", r.output}, {"method", r.method}, {"summary", r.summary},
                           {"name_suggestion", r.name_suggestion}, {"input_bytes", r.input_bytes}, {"output_bytes", r.output_bytes},

@@ -9,6 +9,7 @@
 #include "mo/budget/presets.h"
 #include "mo/core/error.h"
 #include "mo/core/log.h"
+#include "mo/model/model_presets.h"
 
 namespace mo::budget {
 namespace {
@@ -76,7 +77,7 @@ BudgetResult compute_budget(const BudgetRequest& req) {
 
 BudgetRequest make_request(const BudgetConfig& cfg) {
   BudgetRequest req;
-  req.shape = load_model_shape(cfg.model_path);
+  req.shape = model::load_model_shape(cfg.model_path);
   log::debug("budget: {} ({}) with {} tensors, stored as {}", req.shape.name, req.shape.hp.arch, req.shape.tensors.size(),
              req.shape.stored_format);
   req.weight_format = cfg.weight_format == "auto" ? "stored" : cfg.weight_format;

@@ -5,6 +5,7 @@
 #include "mo/budget/formats.h"
 #include "mo/budget/presets.h"
 #include "mo/core/strings.h"
+#include "mo/model/model_presets.h"
 
 namespace mo::budget {
 
@@ -12,7 +13,7 @@ void bind(config::Schema& s, BudgetConfig& c) {
   std::vector<std::string> formats = weight_format_names();
   formats.insert(formats.begin(), "auto");
   s.add("model_path", &c.model_path,
-        fmt::format("a preset ({}), an HF config.json or model directory, or a .gguf file", join(model_preset_names())))
+        fmt::format("a preset ({}), an HF config.json or model directory, or a .gguf file", join(model::model_preset_names())))
       .alias("model").placeholder("MODEL");
   s.add("weight_format", &c.weight_format, "weight format to size; auto = as the model is stored (16-bit for presets)").one_of(formats);
   s.add("kv_cache_dtype", &c.kv_cache_dtype, "KV-cache element type; auto = fp16").one_of({"auto", "fp16", "bf16", "fp8", "int8"});

@@ -8,7 +8,7 @@
 #include "directions.h"
 #include "mo/core/error.h"
 #include "mo/core/log.h"
-#include "output_path.h"
+#include "mo/io/output_path.h"
 
 namespace mo::convert {
 
@@ -22,13 +22,13 @@ ConvertReport convert_model(const std::string& input, const std::string& output,
     throw UsageError(fmt::format("output_format: '{}' is already {}; convert writes the other format", input,
                                  in.format() == "gguf" ? "a GGUF file" : "an HF directory"));
   }
-  check_output_path(input, output, opt.force);
+  io::check_output_path(input, output, opt.force);
 
   ConvertReport report;
   report.input = input;
   report.output = output;
   report.output_format = format;
-  StagedOutput staged(output, input);
+  io::StagedOutput staged(output, input);
   log::info("converting {} ({}, {} tensors) to {}", input, in.format(), in.tensors().size(), format == "hf" ? "an HF directory" : "GGUF");
   if (format == "hf") write_hf(in, staged.temp_path(), opt, report);
   else write_gguf(in, staged.temp_path(), opt, report);

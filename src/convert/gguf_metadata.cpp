@@ -1,4 +1,4 @@
-#include "gguf_metadata.h"
+#include "mo/convert/gguf_metadata.h"
 
 #include <filesystem>
 

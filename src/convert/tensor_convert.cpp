@@ -1,4 +1,4 @@
-#include "tensor_convert.h"
+#include "mo/convert/tensor_convert.h"
 
 #include <fmt/format.h>
 
@@ -6,21 +6,21 @@
 
 #include "mo/core/error.h"
 #include "mo/core/half.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
 
 namespace mo::convert {
 
-std::size_t float_type_size(std::uint32_t type) { return type == kF32 ? 4 : 2; }
+std::size_t float_type_size(std::uint32_t type) { return type == ggml_id(GgmlType::F32) ? 4 : 2; }
 
 const char* torch_dtype_name(std::uint32_t type) {
-  return type == kF32 ? "float32" : type == kF16 ? "float16" : "bfloat16";
+  return type == ggml_id(GgmlType::F32) ? "float32" : type == ggml_id(GgmlType::F16) ? "float16" : "bfloat16";
 }
 
 std::uint32_t float_type_from_name(const std::string& name) {
-  if (name == "f32") return kF32;
-  if (name == "f16") return kF16;
-  if (name == "bf16") return kBF16;
+  if (name == "f32") return ggml_id(GgmlType::F32);
+  if (name == "f16") return ggml_id(GgmlType::F16);
+  if (name == "bf16") return ggml_id(GgmlType::BF16);
   throw UsageError(fmt::format("dtype: expected f32, f16 or bf16, got '{}'", name));
 }
 
@@ -37,10 +37,10 @@ std::vector<std::uint8_t> to_float_type(const model::StoredTensor& t, std::uint3
     gguf::dequantize_row(*t.ggml_type, t.bytes.data() + r * row_bytes, buf.data(), static_cast<std::int64_t>(row));
     std::uint8_t* dst = out.data() + r * row * float_type_size(target);
     for (std::uint64_t i = 0; i < row; ++i) {
-      if (target == kF32) {
+      if (target == ggml_id(GgmlType::F32)) {
         std::memcpy(dst + 4 * i, &buf[i], 4);
       } else {
-        std::uint16_t h = target == kF16 ? f32_to_f16(buf[i]) : f32_to_bf16(buf[i]);
+        std::uint16_t h = target == ggml_id(GgmlType::F16) ? f32_to_f16(buf[i]) : f32_to_bf16(buf[i]);
         std::memcpy(dst + 2 * i, &h, 2);
       }
     }

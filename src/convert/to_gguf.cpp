@@ -5,14 +5,14 @@
 #include <map>
 
 #include "directions.h"
-#include "gguf_metadata.h"
+#include "mo/convert/gguf_metadata.h"
 #include "mo/core/build_info.h"
 #include "mo/core/error.h"
 #include "mo/io/gguf_writer.h"
 #include "mo/model/rope.h"
 #include "mo/model/tensor_names.h"
-#include "output_path.h"
-#include "tensor_convert.h"
+#include "mo/io/output_path.h"
+#include "mo/convert/tensor_convert.h"
 
 namespace mo::convert {
 namespace {
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using gguf::Value;
 
 // llama.cpp's file types for float models: ALL_F32, MOSTLY_F16, MOSTLY_BF16.
-std::uint32_t file_type_for(std::uint32_t type) { return type == kF32 ? 0 : type == kF16 ? 1 : 32; }
+std::uint32_t file_type_for(std::uint32_t type) { return type == ggml_id(GgmlType::F32) ? 0 : type == ggml_id(GgmlType::F16) ? 1 : 32; }
 
 }  // namespace
 
@@ -43,7 +43,7 @@ void write_gguf(const model::ModelFiles& in, const std::string& path, const Conv
     }
     // llama.cpp keeps one-dimensional tensors (norms, biases) in F32.
     const bool one_dim = t.ne.size() == 1;
-    const std::uint32_t target = one_dim ? kF32 : opt.dtype != "auto" ? float_type_from_name(opt.dtype) : t.ggml_type.value_or(kF16);
+    const std::uint32_t target = one_dim ? ggml_id(GgmlType::F32) : opt.dtype != "auto" ? float_type_from_name(opt.dtype) : t.ggml_type.value_or(ggml_id(GgmlType::F16));
     std::vector<std::uint8_t> bytes = to_float_type(t, target);
     if (t.hf_qk_order) {
       std::vector<std::uint8_t> permuted(bytes.size());
@@ -60,15 +60,15 @@ void write_gguf(const model::ModelFiles& in, const std::string& path, const Conv
     std::vector<float> f = model::llama3_rope_factors(hp);
     std::vector<std::uint8_t> bytes(f.size() * 4);
     std::memcpy(bytes.data(), f.data(), bytes.size());
-    w.add_tensor("rope_freqs.weight", {f.size()}, kF32, std::move(bytes));
+    w.add_tensor("rope_freqs.weight", {f.size()}, ggml_id(GgmlType::F32), std::move(bytes));
   }
-  std::uint32_t main_type = kF32;
+  std::uint32_t main_type = ggml_id(GgmlType::F32);
   std::uint64_t most = 0;
   for (const auto& [type, bytes] : bytes_by_type)
     if (bytes > most) most = bytes, main_type = type;
   w.set("general.file_type", Value::u32(file_type_for(main_type)));
   set_model_keys(w, in, report.notes);
-  w.set(kMarkerKey, Value::str(fs::absolute(in.path()).string()));
+  w.set(io::kMarkerKey, Value::str(fs::absolute(in.path()).string()));
   w.set("model-optimizer.version", Value::str(build_info().version));
   report.tensors = w.tensor_count();
   w.write();

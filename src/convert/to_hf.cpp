@@ -12,8 +12,8 @@
 #include "mo/io/safetensors.h"
 #include "mo/model/tensor_names.h"
 #include "mo/tokenizer/tokenizer_export.h"
-#include "output_path.h"
-#include "tensor_convert.h"
+#include "mo/io/output_path.h"
+#include "mo/convert/tensor_convert.h"
 
 namespace mo::convert {
 namespace {
@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 
 st::Dtype st_dtype(std::uint32_t type) {
-  return type == kF32 ? st::Dtype::F32 : type == kF16 ? st::Dtype::F16 : st::Dtype::BF16;
+  return type == ggml_id(GgmlType::F32) ? st::Dtype::F32 : type == ggml_id(GgmlType::F16) ? st::Dtype::F16 : st::Dtype::BF16;
 }
 
 }  // namespace
@@ -41,8 +41,8 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
       report.notes.push_back(fmt::format("{}: no HF counterpart, not written", t.name));
       continue;
     }
-    const bool is_float = t.ggml_type && (*t.ggml_type == kF32 || *t.ggml_type == kF16 || *t.ggml_type == kBF16);
-    const std::uint32_t target = opt.dtype != "auto" ? float_type_from_name(opt.dtype) : is_float ? *t.ggml_type : kF16;
+    const bool is_float = t.ggml_type && (*t.ggml_type == ggml_id(GgmlType::F32) || *t.ggml_type == ggml_id(GgmlType::F16) || *t.ggml_type == ggml_id(GgmlType::BF16));
+    const std::uint32_t target = opt.dtype != "auto" ? float_type_from_name(opt.dtype) : is_float ? *t.ggml_type : ggml_id(GgmlType::F16);
     if (!is_float) dequantized[fmt::format("{} to {}", t.dtype, torch_dtype_name(target))] += 1;
     std::vector<std::uint8_t> bytes = to_float_type(t, target);
     if (permute && model::is_qk_tensor(t.name)) {
@@ -87,7 +87,7 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
   } else {
     report.notes.push_back("the input has no tokenizer: no tokenizer files written");
   }
-  io::write_json((fs::path(dir) / kMarkerFile).string(), {{"tool", "model-optimizer"}, {"version", build_info().version},
+  io::write_json((fs::path(dir) / io::kMarkerFile).string(), {{"tool", "model-optimizer"}, {"version", build_info().version},
                                            {"command", "convert"}, {"source", fs::absolute(in.path()).string()}});
 }
 

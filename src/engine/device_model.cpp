@@ -10,20 +10,17 @@
 #include "mo/core/error.h"
 #include "mo/core/half.h"
 #include "mo/engine/ops/linear.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/model/rope.h"
 #include "mo/io/gguf_dequant.h"
-#include "mo/engine/ops/linear.h"
 
 namespace mo::engine {
 namespace {
 
-constexpr std::uint32_t kF16 = 1, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14;
-
 // f16 bits of every element of a matrix of any stored type.
 std::vector<std::uint16_t> to_f16(const Matrix& m) {
   std::vector<std::uint16_t> out(static_cast<std::size_t>(m.rows * m.cols));
-  if (m.type == kF16) {
+  if (m.type == ggml_id(GgmlType::F16)) {
     std::memcpy(out.data(), m.bytes.data(), out.size() * 2);
     return out;
   }
@@ -90,9 +87,9 @@ DeviceLinear DeviceModel::upload_linear(const Matrix& m) {
   DeviceLinear L;
   L.rows = m.rows;
   L.cols = m.cols;
-  const bool blocks = (m.type == kQ8_0 && m.cols % 32 == 0) || ((m.type == kQ4_K || m.type == kQ6_K) && m.cols % 256 == 0);
+  const bool blocks = (m.type == ggml_id(GgmlType::Q8_0) && m.cols % 32 == 0) || ((m.type == ggml_id(GgmlType::Q4_K) || m.type == ggml_id(GgmlType::Q6_K)) && m.cols % 256 == 0);
   if (blocks) {
-    L.kind = m.type == kQ8_0 ? LinearKind::q8_0 : m.type == kQ4_K ? LinearKind::q4_k : LinearKind::q6_k;
+    L.kind = m.type == ggml_id(GgmlType::Q8_0) ? LinearKind::q8_0 : m.type == ggml_id(GgmlType::Q4_K) ? LinearKind::q4_k : LinearKind::q6_k;
     L.row_bytes = m.row_bytes;
     L.weight = put(m.bytes.data(), m.bytes.size());
     L.bytes = m.bytes.size();

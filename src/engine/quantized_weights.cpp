@@ -13,18 +13,17 @@
 #include "mo/core/error.h"
 #include "mo/core/half.h"
 #include "mo/core/log.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/model/tensor_names.h"
-#include "mo/quant/fp8.h"
-#include "mo/quant/gguf_blocks.h"
-#include "mo/quant/pack.h"
+#include "mo/formats/fp8.h"
+#include "mo/formats/gguf_blocks.h"
+#include "mo/formats/pack.h"
 #include "cpu/q4z.h"
 
 namespace mo::engine::detail {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::uint32_t kF32 = 0, kQ8_0 = 8;
 
 // The config again, as ordered_json: GPTQ `dynamic` rules apply first-match-wins in file order, which
 // nlohmann::json's sorted keys lose. Same files, in the same order, as ModelFiles::open reads.
@@ -86,11 +85,11 @@ std::vector<float> floats_of(const model::ModelFiles& f, const model::StoredTens
   return v;
 }
 
-quant::Fp8Linear fp8_linear(const model::ModelFiles& f, const model::StoredTensor& weight, const std::string& module, std::int64_t rows,
+formats::Fp8Linear fp8_linear(const model::ModelFiles& f, const model::StoredTensor& weight, const std::string& module, std::int64_t rows,
                             std::int64_t cols) {
   expect(f, weight, "F8_E4M3", {rows, cols});
   const auto& st = need(f, module + ".weight_scale");  // F32 [out, 1] / [1]; llm-compressor also writes BF16
-  quant::Fp8Linear l;
+  formats::Fp8Linear l;
   l.rows = rows, l.cols = cols;
   l.scales = floats_of(f, st);
   l.per_channel = l.scales.size() != 1;
@@ -102,18 +101,18 @@ quant::Fp8Linear fp8_linear(const model::ModelFiles& f, const model::StoredTenso
 }
 
 // Codes, zeros, scales and g_idx of an AWQ or GPTQ linear, checked against the shapes the formats give.
-quant::QuantizedLinear int_linear(const model::ModelFiles& f, const quant::HfQuantConfig& c, const quant::ModuleQuant& mq,
+formats::QuantizedLinear int_linear(const model::ModelFiles& f, const formats::HfQuantConfig& c, const formats::ModuleQuant& mq,
                                   const model::StoredTensor& qweight, const std::string& module, std::int64_t rows, std::int64_t cols) {
-  const std::int64_t G = mq.group_size == -1 ? cols : mq.group_size;
+  const std::int64_t G = mq.group_size == formats::kGroupPerChannel ? cols : mq.group_size;
   const auto& zt = need(f, module + ".qzeros");
   const auto& st = need(f, module + ".scales");
-  if (c.method == quant::QuantMethod::awq) {
+  if (c.method == formats::QuantMethod::awq) {
     if (rows % 8 != 0 || cols % G != 0)
       throw Error(fmt::format("{}: {}: AWQ needs out % 8 == 0 and in % group_size == 0, shape [{}, {}], group {}", f.path(), module, rows, cols, G));
     expect(f, qweight, "I32", {cols, rows / 8});
     expect(f, zt, "I32", {cols / G, rows / 8});
     expect(f, st, "f16", {cols / G, rows});
-    return quant::unpack_awq({copy_as<std::int32_t>(qweight), copy_as<std::int32_t>(zt), copy_as<std::uint16_t>(st), cols, rows, G});
+    return formats::unpack_awq({copy_as<std::int32_t>(qweight), copy_as<std::int32_t>(zt), copy_as<std::uint16_t>(st), cols, rows, G});
   }
   const int pf = 32 / mq.bits;
   const std::int64_t groups = (cols + G - 1) / G;
@@ -122,7 +121,7 @@ quant::QuantizedLinear int_linear(const model::ModelFiles& f, const quant::HfQua
   expect(f, qweight, "I32", {cols / pf, rows});
   expect(f, zt, "I32", {groups, rows / pf});
   expect(f, st, "f16", {groups, rows});
-  quant::GptqTensors t;
+  formats::GptqTensors t;
   t.qweight = copy_as<std::int32_t>(qweight);
   t.qzeros = copy_as<std::int32_t>(zt);
   t.scales = copy_as<std::uint16_t>(st);
@@ -131,11 +130,11 @@ quant::QuantizedLinear int_linear(const model::ModelFiles& f, const quant::HfQua
     t.g_idx = copy_as<std::int32_t>(*gi);
   }
   t.in = cols, t.out = rows, t.groups = groups, t.bits = mq.bits;
-  return quant::unpack_gptq(t, mq.group_size, mq.sym, !c.gptq_v2);
+  return formats::unpack_gptq(t, mq.group_size, mq.sym, !c.gptq_v2);
 }
 
 // Why `q` cannot become Q8_0 blocks exactly; empty when it can.
-std::string q8_0_obstacle(const quant::QuantizedLinear& q) {
+std::string q8_0_obstacle(const formats::QuantizedLinear& q) {
   if (!q.contiguous_groups()) return "act-order g_idx";
   if (q.cols % 32 != 0) return "in_features not a multiple of 32";
   if (q.scheme.effective_group(q.cols) % 32 != 0) return "group size not a multiple of 32";
@@ -148,14 +147,14 @@ std::string q8_0_obstacle(const quant::QuantizedLinear& q) {
   return {};
 }
 
-std::vector<std::uint8_t> to_q8_0(const quant::QuantizedLinear& q) {
+std::vector<std::uint8_t> to_q8_0(const formats::QuantizedLinear& q) {
   const std::int64_t blocks = q.cols / 32;
   const int ng = q.n_groups();
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(q.rows * blocks) * sizeof(quant::BlockQ8_0));
-  auto* dst = reinterpret_cast<quant::BlockQ8_0*>(out.data());
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(q.rows * blocks) * sizeof(formats::BlockQ8_0));
+  auto* dst = reinterpret_cast<formats::BlockQ8_0*>(out.data());
   for (std::int64_t r = 0; r < q.rows; ++r)
     for (std::int64_t b = 0; b < blocks; ++b) {
-      quant::BlockQ8_0& blk = dst[r * blocks + b];
+      formats::BlockQ8_0& blk = dst[r * blocks + b];
       const std::size_t g = static_cast<std::size_t>(r) * ng + q.g_idx[b * 32];  // one group per block
       blk.d = q.scales[g];
       for (int j = 0; j < 32; ++j) blk.qs[j] = static_cast<std::int8_t>(static_cast<int>(q.q[r * q.cols + b * 32 + j]) - q.zeros[g]);
@@ -166,7 +165,7 @@ std::vector<std::uint8_t> to_q8_0(const quant::QuantizedLinear& q) {
 // Stored column order that makes every block of 32 one group: identity (empty) when groups are already
 // contiguous, else the columns stably sorted by g_idx (act-order GPTQ); nullopt when some group's
 // width is not a multiple of 32, so a block would straddle two groups.
-std::optional<std::vector<std::int32_t>> q4z_order(const quant::QuantizedLinear& q) {
+std::optional<std::vector<std::int32_t>> q4z_order(const formats::QuantizedLinear& q) {
   if (q.contiguous_groups()) return std::vector<std::int32_t>{};
   std::vector<std::int32_t> order(static_cast<std::size_t>(q.cols));
   for (std::int64_t c = 0; c < q.cols; ++c) order[c] = static_cast<std::int32_t>(c);
@@ -177,7 +176,7 @@ std::optional<std::vector<std::int32_t>> q4z_order(const quant::QuantizedLinear&
 }
 
 // Why `q` cannot become Q4Z blocks exactly; empty when it can (then `order` is set).
-std::string q4z_obstacle(const quant::QuantizedLinear& q, std::vector<std::int32_t>& order) {
+std::string q4z_obstacle(const formats::QuantizedLinear& q, std::vector<std::int32_t>& order) {
   if (q.scheme.bits != 4) return "not 4-bit";
   if (q.cols % 32 != 0) return "in_features not a multiple of 32";
   const std::int64_t G = q.scheme.effective_group(q.cols);
@@ -191,7 +190,7 @@ std::string q4z_obstacle(const quant::QuantizedLinear& q, std::vector<std::int32
 }
 
 // Q4Z blocks in the stored column order `order` (empty: natural order); each block repeats its group's scale and zero.
-std::vector<std::uint8_t> to_q4z(const quant::QuantizedLinear& q, const std::vector<std::int32_t>& order) {
+std::vector<std::uint8_t> to_q4z(const formats::QuantizedLinear& q, const std::vector<std::int32_t>& order) {
   const std::int64_t blocks = q.cols / 32;
   const int ng = q.n_groups();
   std::vector<std::uint8_t> out(static_cast<std::size_t>(q.rows) * ops::q4z::row_bytes(q.cols));
@@ -244,13 +243,13 @@ Matrix owned_matrix(std::string name, std::uint32_t type, std::int64_t rows, std
 
 // The stored tensors (already shape-checked by int_linear) for the device kernels; g_idx is dropped
 // when it is the plain k / G order, so the kernels take the faster contiguous-group path.
-std::shared_ptr<const PackedIntLinear> packed_of(const model::ModelFiles& f, const quant::HfQuantConfig& c, const quant::ModuleQuant& mq,
+std::shared_ptr<const PackedIntLinear> packed_of(const model::ModelFiles& f, const formats::HfQuantConfig& c, const formats::ModuleQuant& mq,
                                                  const model::StoredTensor& qweight, const std::string& module, std::int64_t cols,
-                                                 const quant::QuantizedLinear& q) {
+                                                 const formats::QuantizedLinear& q) {
   auto p = std::make_shared<PackedIntLinear>();
-  p->awq = c.method == quant::QuantMethod::awq;
+  p->awq = c.method == formats::QuantMethod::awq;
   p->bits = mq.bits;
-  p->group_size = mq.group_size == -1 ? cols : mq.group_size;
+  p->group_size = mq.group_size == formats::kGroupPerChannel ? cols : mq.group_size;
   p->groups = (cols + p->group_size - 1) / p->group_size;
   p->zero_minus_one = !p->awq && !c.gptq_v2;
   p->qweight = qweight.bytes;
@@ -264,7 +263,7 @@ std::shared_ptr<const PackedIntLinear> packed_of(const model::ModelFiles& f, con
 
 QuantizedLinears::QuantizedLinears(const model::ModelFiles& files) : files_(files) {
   try {
-    config_ = quant::parse_quantization_config(ordered_quantization_config(files));
+    config_ = formats::parse_quantization_config(ordered_quantization_config(files));
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("{}: {}", files.path(), e.what()));
   }
@@ -276,13 +275,13 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
   const auto hf_weight = model::gguf_to_hf_name(base + ".weight");
   if (!hf_weight) throw Error(fmt::format("{}: no HF module name for '{}'", f.path(), base));
   const std::string module = hf_weight->substr(0, hf_weight->size() - 7);  // drop ".weight"
-  const bool fp8 = config_.method == quant::QuantMethod::fp8;
+  const bool fp8 = config_.method == formats::QuantMethod::fp8;
   const model::StoredTensor* weight = f.find(base + ".weight");
   const model::StoredTensor* qweight = f.find(module + ".qweight");
   const bool stored_quantized = fp8 ? weight && weight->dtype == "F8_E4M3" : qweight != nullptr;
   // The LM head is quantized only when the checkpoint says so with its tensors (GPTQModel lm_head,
   // compressed-tensors without lm_head in `ignore`); AutoAWQ and most writers keep it float.
-  const quant::ModuleQuant mq = base == "output" ? quant::ModuleQuant{stored_quantized, config_.bits, config_.group_size, config_.sym, config_.desc_act}
+  const formats::ModuleQuant mq = base == "output" ? formats::ModuleQuant{stored_quantized, config_.bits, config_.group_size, config_.sym, config_.desc_act}
                                                  : config_.module(module);
   if (!mq.quantized) {
     if (stored_quantized)
@@ -296,9 +295,9 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
 
   if (fp8) {
     ++counts_["f32 (fp8 weights dequantized: fp8 value * scale)"];
-    return owned_matrix(base + ".weight", kF32, rows, cols, to_f32_bytes(fp8_linear(f, *weight, module, rows, cols).dequantize()), owned);
+    return owned_matrix(base + ".weight", ggml_id(GgmlType::F32), rows, cols, to_f32_bytes(fp8_linear(f, *weight, module, rows, cols).dequantize()), owned);
   }
-  const quant::QuantizedLinear q = int_linear(f, config_, mq, *qweight, module, rows, cols);
+  const formats::QuantizedLinear q = int_linear(f, config_, mq, *qweight, module, rows, cols);
   if (!mq.desc_act && !q.contiguous_groups()) ++g_idx_without_desc_act_;
   std::vector<std::int32_t> order;
   const std::string q4z_why = q4z_obstacle(q, order);
@@ -312,10 +311,10 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
     if (!order.empty()) m.in_perm = std::make_shared<const std::vector<std::int32_t>>(std::move(order));
   } else if (obstacle.empty()) {
     ++counts_["q8_0 (d = f16 scale, qs = q - zero: exact)"];
-    m = owned_matrix(base + ".weight", kQ8_0, rows, cols, to_q8_0(q), owned);
+    m = owned_matrix(base + ".weight", ggml_id(GgmlType::Q8_0), rows, cols, to_q8_0(q), owned);
   } else {
     ++counts_[fmt::format("f32 ({}: exact dequantization)", obstacle)];
-    m = owned_matrix(base + ".weight", kF32, rows, cols, to_f32_bytes(q.dequantize()), owned);
+    m = owned_matrix(base + ".weight", ggml_id(GgmlType::F32), rows, cols, to_f32_bytes(q.dequantize()), owned);
   }
   m.packed = packed_of(f, config_, mq, *qweight, module, cols, q);
   for (const auto& span : {m.packed->qweight, m.packed->qzeros, m.packed->scales}) release_pages(span);

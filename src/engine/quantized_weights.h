@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "mo/engine/weights.h"
-#include "mo/quant/hf_quant_config.h"
+#include "mo/formats/hf_quant_config.h"
 
 namespace mo::engine::detail {
 
@@ -36,12 +36,12 @@ class QuantizedLinears {
   // One info line: the scheme and how many linears became Q4Z / Q8_0 / F32 / stayed float, with the reasons.
   void log_summary() const;
 
-  const quant::HfQuantConfig& config() const { return config_; }
+  const formats::HfQuantConfig& config() const { return config_; }
   const std::map<std::string, int>& counts() const { return counts_; }  // "q4z (...)" / "q8_0 (...)" / "f32 (...)" -> linears
 
  private:
   const model::ModelFiles& files_;
-  quant::HfQuantConfig config_;
+  formats::HfQuantConfig config_;
   std::map<std::string, int> counts_;
   int g_idx_without_desc_act_ = 0;
 };

@@ -10,10 +10,10 @@
 
 #include "mo/core/error.h"
 #include "mo/core/half.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
 #include "mo/model/rope.h"
-#include "mo/quant/gguf_blocks.h"
+#include "mo/formats/gguf_blocks.h"
 #include "quantized_weights.h"
 
 namespace mo::engine {
@@ -58,18 +58,18 @@ struct DummyBlock {
 };
 
 const DummyBlock* dummy_block(std::uint32_t type) {
-  using namespace quant;
+  using namespace formats;
   static const DummyBlock blocks[] = {
-      {2, sizeof(BlockQ4_0), offsetof(BlockQ4_0, d), 0.005f, -1, 0},
-      {3, sizeof(BlockQ4_1), offsetof(BlockQ4_1, d), 0.005f, static_cast<int>(offsetof(BlockQ4_1, m)), -0.04f},
-      {6, sizeof(BlockQ5_0), offsetof(BlockQ5_0, d), 0.0025f, -1, 0},
-      {7, sizeof(BlockQ5_1), offsetof(BlockQ5_1, d), 0.0025f, static_cast<int>(offsetof(BlockQ5_1, m)), -0.04f},
-      {8, sizeof(BlockQ8_0), offsetof(BlockQ8_0, d), 0.0003f, -1, 0},
-      {10, sizeof(BlockQ2_K), offsetof(BlockQ2_K, d), 0.002f, static_cast<int>(offsetof(BlockQ2_K, dmin)), 0.001f},
-      {11, sizeof(BlockQ3_K), offsetof(BlockQ3_K, d), 0.0002f, -1, 0},
-      {12, sizeof(BlockQ4_K), offsetof(BlockQ4_K, d), 0.00004f, static_cast<int>(offsetof(BlockQ4_K, dmin)), 0.0003f},
-      {13, sizeof(BlockQ5_K), offsetof(BlockQ5_K, d), 0.00002f, static_cast<int>(offsetof(BlockQ5_K, dmin)), 0.0003f},
-      {14, sizeof(BlockQ6_K), offsetof(BlockQ6_K, d), 0.00001f, -1, 0},
+      {2, sizeof(formats::BlockQ4_0), offsetof(formats::BlockQ4_0, d), 0.005f, -1, 0},
+      {3, sizeof(formats::BlockQ4_1), offsetof(formats::BlockQ4_1, d), 0.005f, static_cast<int>(offsetof(formats::BlockQ4_1, m)), -0.04f},
+      {6, sizeof(formats::BlockQ5_0), offsetof(formats::BlockQ5_0, d), 0.0025f, -1, 0},
+      {7, sizeof(formats::BlockQ5_1), offsetof(formats::BlockQ5_1, d), 0.0025f, static_cast<int>(offsetof(formats::BlockQ5_1, m)), -0.04f},
+      {8, sizeof(formats::BlockQ8_0), offsetof(formats::BlockQ8_0, d), 0.0003f, -1, 0},
+      {10, sizeof(formats::BlockQ2_K), offsetof(formats::BlockQ2_K, d), 0.002f, static_cast<int>(offsetof(formats::BlockQ2_K, dmin)), 0.001f},
+      {11, sizeof(formats::BlockQ3_K), offsetof(formats::BlockQ3_K, d), 0.0002f, -1, 0},
+      {12, sizeof(formats::BlockQ4_K), offsetof(formats::BlockQ4_K, d), 0.00004f, static_cast<int>(offsetof(formats::BlockQ4_K, dmin)), 0.0003f},
+      {13, sizeof(formats::BlockQ5_K), offsetof(formats::BlockQ5_K, d), 0.00002f, static_cast<int>(offsetof(formats::BlockQ5_K, dmin)), 0.0003f},
+      {14, sizeof(formats::BlockQ6_K), offsetof(formats::BlockQ6_K, d), 0.00001f, -1, 0},
   };
   for (const auto& b : blocks)
     if (b.type == type) return &b;

@@ -5,13 +5,13 @@
 #include <filesystem>
 #include <map>
 
-#include "../convert/output_path.h"
+#include "mo/io/output_path.h"
 #include "mo/core/error.h"
 #include "mo/core/strings.h"
 #include "mo/engine/weights.h"
 #include "mo/io/gguf.h"
 #include "mo/io/json_file.h"
-#include "mo/quant/hf_quant_config.h"
+#include "mo/formats/hf_quant_config.h"
 #include "mo/tokenizer/chat_template.h"
 #include "mo/tokenizer/tokenizer.h"
 
@@ -39,7 +39,7 @@ nlohmann::json quantization(const model::ModelFiles& m) {
   if (m.quantization_config().is_null()) return nullptr;
   nlohmann::json q = m.quantization_config();
   try {
-    q["description"] = quant::parse_quantization_config(m.quantization_config()).describe();
+    q["description"] = formats::parse_quantization_config(m.quantization_config()).describe();
   } catch (const Error& e) {
     q["description"] = fmt::format("{} (not loadable here: {})", m.quantization_config().value("quant_method", "?"), e.what());
   }
@@ -49,7 +49,7 @@ nlohmann::json quantization(const model::ModelFiles& m) {
 }  // namespace
 
 std::optional<std::string> manifest_summary(const std::string& model_path) {
-  const auto path = std::filesystem::path(model_path) / convert::kMarkerFile;
+  const auto path = std::filesystem::path(model_path) / io::kMarkerFile;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   try {

@@ -12,17 +12,17 @@
 
 #include "mo/core/error.h"
 #include "mo/core/half.h"
-#include "mo/io/ggml_types.h"
-#include "mo/quant/gguf_blocks.h"
-#include "mo/quant/k_scales.h"
+#include "mo/formats/ggml_types.h"
+#include "mo/formats/gguf_blocks.h"
+#include "mo/formats/k_scales.h"
 
 namespace mo::gguf {
 
 namespace {
 
-using mo::quant::scale_min_k4;
+using formats::scale_min_k4;
 
-using namespace mo::quant;
+using namespace mo::formats;
 
 // Tensor data in a file is only as aligned as general.alignment says (it may be 1), so blocks are
 // copied out rather than read through a cast pointer.
@@ -34,83 +34,83 @@ Block load(const std::uint8_t* src, std::int64_t i) {
 }
 
 void dequant_q4_0(const std::uint8_t* src, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i, y += QK4_0) {
-    const auto b = load<BlockQ4_0>(src, i);
+  for (std::int64_t i = 0; i < nb; ++i, y += formats::QK4_0) {
+    const auto b = load<formats::BlockQ4_0>(src, i);
     const float d = f16_to_f32(b.d);
-    for (int j = 0; j < QK4_0 / 2; ++j) {
+    for (int j = 0; j < formats::QK4_0 / 2; ++j) {
       const int x0 = (b.qs[j] & 0x0F) - 8;
       const int x1 = (b.qs[j] >> 4) - 8;
       y[j] = x0 * d;
-      y[j + QK4_0 / 2] = x1 * d;
+      y[j + formats::QK4_0 / 2] = x1 * d;
     }
   }
 }
 
 void dequant_q4_1(const std::uint8_t* src, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i, y += QK4_1) {
-    const auto b = load<BlockQ4_1>(src, i);
+  for (std::int64_t i = 0; i < nb; ++i, y += formats::QK4_1) {
+    const auto b = load<formats::BlockQ4_1>(src, i);
     const float d = f16_to_f32(b.d);
     const float m = f16_to_f32(b.m);
-    for (int j = 0; j < QK4_1 / 2; ++j) {
+    for (int j = 0; j < formats::QK4_1 / 2; ++j) {
       const int x0 = b.qs[j] & 0x0F;
       const int x1 = b.qs[j] >> 4;
       y[j] = x0 * d + m;
-      y[j + QK4_1 / 2] = x1 * d + m;
+      y[j + formats::QK4_1 / 2] = x1 * d + m;
     }
   }
 }
 
 void dequant_q5_0(const std::uint8_t* src, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i, y += QK5_0) {
-    const auto b = load<BlockQ5_0>(src, i);
+  for (std::int64_t i = 0; i < nb; ++i, y += formats::QK5_0) {
+    const auto b = load<formats::BlockQ5_0>(src, i);
     const float d = f16_to_f32(b.d);
     std::uint32_t qh;
     std::memcpy(&qh, b.qh, sizeof(qh));
-    for (int j = 0; j < QK5_0 / 2; ++j) {
+    for (int j = 0; j < formats::QK5_0 / 2; ++j) {
       const std::uint8_t xh_0 = ((qh >> j) << 4) & 0x10;
       const std::uint8_t xh_1 = (qh >> (j + 12)) & 0x10;
       const std::int32_t x0 = ((b.qs[j] & 0x0F) | xh_0) - 16;
       const std::int32_t x1 = ((b.qs[j] >> 4) | xh_1) - 16;
       y[j] = x0 * d;
-      y[j + QK5_0 / 2] = x1 * d;
+      y[j + formats::QK5_0 / 2] = x1 * d;
     }
   }
 }
 
 void dequant_q5_1(const std::uint8_t* src, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i, y += QK5_1) {
-    const auto b = load<BlockQ5_1>(src, i);
+  for (std::int64_t i = 0; i < nb; ++i, y += formats::QK5_1) {
+    const auto b = load<formats::BlockQ5_1>(src, i);
     const float d = f16_to_f32(b.d);
     const float m = f16_to_f32(b.m);
     std::uint32_t qh;
     std::memcpy(&qh, b.qh, sizeof(qh));
-    for (int j = 0; j < QK5_1 / 2; ++j) {
+    for (int j = 0; j < formats::QK5_1 / 2; ++j) {
       const std::uint8_t xh_0 = ((qh >> j) << 4) & 0x10;
       const std::uint8_t xh_1 = (qh >> (j + 12)) & 0x10;
       const int x0 = (b.qs[j] & 0x0F) | xh_0;
       const int x1 = (b.qs[j] >> 4) | xh_1;
       y[j] = x0 * d + m;
-      y[j + QK5_1 / 2] = x1 * d + m;
+      y[j + formats::QK5_1 / 2] = x1 * d + m;
     }
   }
 }
 
 void dequant_q8_0(const std::uint8_t* src, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i, y += QK8_0) {
-    const auto b = load<BlockQ8_0>(src, i);
+  for (std::int64_t i = 0; i < nb; ++i, y += formats::QK8_0) {
+    const auto b = load<formats::BlockQ8_0>(src, i);
     const float d = f16_to_f32(b.d);
-    for (int j = 0; j < QK8_0; ++j) y[j] = b.qs[j] * d;
+    for (int j = 0; j < formats::QK8_0; ++j) y[j] = b.qs[j] * d;
   }
 }
 
 void dequant_q2_k(const std::uint8_t* src, float* y, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i) {
-    const auto b = load<BlockQ2_K>(src, i);
+    const auto b = load<formats::BlockQ2_K>(src, i);
     const float d = f16_to_f32(b.d);
     const float min = f16_to_f32(b.dmin);
     const std::uint8_t* q = b.qs;
     int is = 0;
-    for (int n = 0; n < QK_K; n += 128) {
+    for (int n = 0; n < formats::QK_K; n += 128) {
       for (int shift = 0; shift < 8; shift += 2) {
         for (int half = 0; half < 2; ++half) {
           const std::uint8_t sc = b.scales[is++];
@@ -128,7 +128,7 @@ void dequant_q3_k(const std::uint8_t* src, float* y, std::int64_t nb) {
   constexpr std::uint32_t kmask1 = 0x03030303;
   constexpr std::uint32_t kmask2 = 0x0f0f0f0f;
   for (std::int64_t i = 0; i < nb; ++i) {
-    const auto b = load<BlockQ3_K>(src, i);
+    const auto b = load<formats::BlockQ3_K>(src, i);
     const float d_all = f16_to_f32(b.d);
 
     // Unpack the 16 six-bit scales: low nibbles from bytes 0-7, high 2 bits from bytes 8-11.
@@ -145,7 +145,7 @@ void dequant_q3_k(const std::uint8_t* src, float* y, std::int64_t nb) {
     const std::uint8_t* q = b.qs;
     std::uint8_t m = 1;
     int is = 0;
-    for (int n = 0; n < QK_K; n += 128) {
+    for (int n = 0; n < formats::QK_K; n += 128) {
       for (int shift = 0; shift < 8; shift += 2) {
         for (int half = 0; half < 2; ++half) {
           const float dl = d_all * (scales[is++] - 32);
@@ -162,16 +162,16 @@ void dequant_q3_k(const std::uint8_t* src, float* y, std::int64_t nb) {
 
 void dequant_q4_k(const std::uint8_t* src, float* y, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i) {
-    const auto b = load<BlockQ4_K>(src, i);
+    const auto b = load<formats::BlockQ4_K>(src, i);
     const float d = f16_to_f32(b.d);
     const float min = f16_to_f32(b.dmin);
     const std::uint8_t* q = b.qs;
-    for (int is = 0; is < QK_K / 32; is += 2) {
+    for (int is = 0; is < formats::QK_K / 32; is += 2) {
       std::uint8_t sc, m;
-      scale_min_k4(is, b.scales, sc, m);
+      formats::scale_min_k4(is, b.scales, sc, m);
       const float d1 = d * sc;
       const float m1 = min * m;
-      scale_min_k4(is + 1, b.scales, sc, m);
+      formats::scale_min_k4(is + 1, b.scales, sc, m);
       const float d2 = d * sc;
       const float m2 = min * m;
       for (int l = 0; l < 32; ++l) *y++ = d1 * (q[l] & 0xF) - m1;
@@ -183,17 +183,17 @@ void dequant_q4_k(const std::uint8_t* src, float* y, std::int64_t nb) {
 
 void dequant_q5_k(const std::uint8_t* src, float* y, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i) {
-    const auto b = load<BlockQ5_K>(src, i);
+    const auto b = load<formats::BlockQ5_K>(src, i);
     const float d = f16_to_f32(b.d);
     const float min = f16_to_f32(b.dmin);
     const std::uint8_t* ql = b.qs;
     std::uint8_t u1 = 1, u2 = 2;
-    for (int is = 0; is < QK_K / 32; is += 2) {
+    for (int is = 0; is < formats::QK_K / 32; is += 2) {
       std::uint8_t sc, m;
-      scale_min_k4(is, b.scales, sc, m);
+      formats::scale_min_k4(is, b.scales, sc, m);
       const float d1 = d * sc;
       const float m1 = min * m;
-      scale_min_k4(is + 1, b.scales, sc, m);
+      formats::scale_min_k4(is + 1, b.scales, sc, m);
       const float d2 = d * sc;
       const float m2 = min * m;
       for (int l = 0; l < 32; ++l) *y++ = d1 * ((ql[l] & 0xF) + (b.qh[l] & u1 ? 16 : 0)) - m1;
@@ -207,12 +207,12 @@ void dequant_q5_k(const std::uint8_t* src, float* y, std::int64_t nb) {
 
 void dequant_q6_k(const std::uint8_t* src, float* y, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i) {
-    const auto b = load<BlockQ6_K>(src, i);
+    const auto b = load<formats::BlockQ6_K>(src, i);
     const float d = f16_to_f32(b.d);
     const std::uint8_t* ql = b.ql;
     const std::uint8_t* qh = b.qh;
     const std::int8_t* sc = b.scales;
-    for (int n = 0; n < QK_K; n += 128) {
+    for (int n = 0; n < formats::QK_K; n += 128) {
       for (int l = 0; l < 32; ++l) {
         const int is = l / 16;
         const int q1 = static_cast<std::int8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;

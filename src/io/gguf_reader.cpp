@@ -12,7 +12,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/mapped_file.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 
 namespace mo::gguf {
 

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "mo/core/error.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 
 namespace mo::gguf {
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "mo/core/error.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/model/model_source.h"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "mo/core/error.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/io/json_file.h"
 #include "mo/io/safetensors.h"
@@ -90,10 +90,10 @@ ModelFiles ModelFiles::open(const std::string& path) {
     // these files too), often without quant_method: AutoAWQ's keys (w_bit, zero_point) tell AWQ from GPTQ.
     for (const char* name : {"quantize_config.json", "quant_config.json"}) {
       if (!fs::exists(dir / name)) continue;
-      auto q = io::read_json((dir / name).string());
-      if (q.is_object() && !q.contains("quant_method"))
-        q["quant_method"] = q.contains("w_bit") || q.contains("zero_point") || q.contains("q_group_size") ? "awq" : "gptq";
-      m.quantization_config_ = std::move(q);
+      auto file = io::read_json((dir / name).string());
+      if (file.is_object() && !file.contains("quant_method"))
+        file["quant_method"] = file.contains("w_bit") || file.contains("zero_point") || file.contains("q_group_size") ? "awq" : "gptq";
+      m.quantization_config_ = std::move(file);
       break;
     }
   }

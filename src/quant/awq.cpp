@@ -22,7 +22,7 @@ namespace {
 int index_of(LinearId id) { return static_cast<int>(id); }  // kAllLinears is in enum order
 
 // Replaces w[0..n) by its RTN reconstruction as one group (the rounding the final quantize_rtn does).
-void fake_quant_group(float* w, std::int64_t n, const QuantScheme& scheme) {
+void fake_quant_group(float* w, std::int64_t n, const formats::QuantScheme& scheme) {
   const GroupParams p = find_group_params(w, n, 1, scheme);
   const float s = f16_to_f32(p.scale_f16);
   for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<float>(quantize_value(w[i], p, scheme.bits) - p.zero) * s;
@@ -94,7 +94,7 @@ struct ScaleGroup {
 };
 
 // Output MSE of the group's non-skipped linears when their weights are RTN(W * s) / s.
-double scaled_rtn_error(const LayerF32& layer, const std::vector<LinearId>& active, const std::vector<float>& s, const QuantScheme& scheme,
+double scaled_rtn_error(const LayerF32& layer, const std::vector<LinearId>& active, const std::vector<float>& s, const formats::QuantScheme& scheme,
                         OutputError& oe) {
   const std::int64_t cols = static_cast<std::int64_t>(s.size());
   const std::int64_t g = scheme.effective_group(cols);
@@ -121,7 +121,7 @@ double scaled_rtn_error(const LayerF32& layer, const std::vector<LinearId>& acti
 }
 
 AwqGroupReport search_scales(const LayerF32& layer, const LayerInputs& inputs, const ScaleGroup& group, const bool skip[7],
-                             const QuantScheme& scheme, const AwqOptions& opt, std::vector<float>& best) {
+                             const formats::QuantScheme& scheme, const AwqOptions& opt, std::vector<float>& best) {
   AwqGroupReport rep;
   rep.name = group.name;
   best.clear();
@@ -215,7 +215,7 @@ void apply_scales(LayerF32& layer, LayerInputs& inputs, const ScaleGroup& group,
 // AutoAWQ's _compute_best_clip for one linear: per (row, group) the max|w| shrink with the lowest
 // output MSE of that group's partial dot products; weights are then clamped to it.
 void clip_linear(std::vector<float>& w, std::int64_t rows, std::int64_t cols, const std::vector<float>& x, std::int64_t n,
-                 const QuantScheme& scheme, const AwqOptions& opt, AwqLayerReport& rep) {
+                 const formats::QuantScheme& scheme, const AwqOptions& opt, AwqLayerReport& rep) {
   const std::vector<float> xs = sample_tokens(x, n, cols, opt.clip_tokens);
   const std::int64_t t = static_cast<std::int64_t>(xs.size()) / cols, g = scheme.effective_group(cols);
   const int steps = static_cast<int>(opt.max_shrink * opt.grid);
@@ -266,7 +266,7 @@ void clip_linear(std::vector<float>& w, std::int64_t rows, std::int64_t cols, co
 
 }  // namespace
 
-AwqLayerReport awq_transform_layer(LayerF32& layer, LayerInputs& inputs, const QuantScheme& scheme, const AwqOptions& options,
+AwqLayerReport awq_transform_layer(LayerF32& layer, LayerInputs& inputs, const formats::QuantScheme& scheme, const AwqOptions& options,
                                    const bool skip[7]) {
   if (inputs.n <= 0) throw Error("AWQ: no captured calibration tokens for the layer");
   for (LinearId id : kAllLinears) {

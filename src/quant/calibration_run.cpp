@@ -7,7 +7,7 @@
 
 namespace mo::quant {
 
-CalibrationSet load_run_calibration(const config::QuantizeConfig& cfg, const SourceModel& src, QuantizeReport& rep, const char* why) {
+CalibrationSet load_run_calibration(const QuantizeOptions& cfg, const SourceModel& src, QuantizeReport& rep, const char* why) {
   if (!src.tokenizer())
     throw UsageError(fmt::format("{}: the model has no tokenizer, so calibration text cannot be tokenized{}", cfg.model_path, why));
   CalibrationOptions co;
@@ -16,7 +16,7 @@ CalibrationSet load_run_calibration(const config::QuantizeConfig& cfg, const Sou
   co.num_samples = cfg.num_samples;
   co.seq_len = cfg.max_seq_len;
   co.pack = cfg.calibration_pack;
-  co.seed = static_cast<std::uint64_t>(cfg.seed);
+  co.seed = cfg.seed;
   CalibrationSet set = load_calibration(co, *src.tokenizer(), src.chat_template());
   for (const auto& w : set.warnings) {
     log::warn("calibration: {}", w);

@@ -15,10 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../convert/gguf_metadata.h"
-#include "../convert/output_path.h"
-#include "../convert/tensor_convert.h"
-#include "mo/budget/formats.h"
+#include "mo/convert/gguf_metadata.h"
+#include "mo/io/output_path.h"
+#include "mo/convert/tensor_convert.h"
+#include "mo/formats/gguf_file_types.h"
+#include "mo/model/gguf_tensor_type.h"
 #include "mo/core/build_info.h"
 #include "mo/core/error.h"
 #include "mo/core/log.h"
@@ -26,7 +27,7 @@
 #include "mo/core/memory.h"
 #include "mo/core/progress.h"
 #include "mo/core/thread_pool.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf_writer.h"
 #include "mo/model/rope.h"
 #include "mo/model/tensor_names.h"
@@ -43,7 +44,6 @@ namespace fs = std::filesystem;
 using gguf::Value;
 using model::Role;
 
-constexpr std::uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30;
 
 std::string type_name(std::uint32_t type) {
   const auto* info = ggml_type_info(type);
@@ -85,7 +85,7 @@ std::string type_reason(const std::string& format, const model::WeightTensor& t,
   if (chosen == base) return "";
   model::WeightTensor whole = t;
   whole.cols = 256 * 32;  // any row length the block types divide: the rule without its fallback
-  const std::uint32_t mixed = budget::gguf_tensor_type(format, whole, hp, imatrix);
+  const std::uint32_t mixed = model::gguf_tensor_type(format, whole, hp, imatrix);
   std::string why;
   if (mixed != base) {
     why = t.role == Role::output || t.role == Role::token_embd
@@ -102,7 +102,7 @@ std::string type_reason(const std::string& format, const model::WeightTensor& t,
 }
 
 std::vector<float> decode_f32(const model::StoredTensor& t, const model::Hparams& hp) {
-  std::vector<std::uint8_t> bytes = convert::to_float_type(t, kF32);
+  std::vector<std::uint8_t> bytes = convert::to_float_type(t, ggml_id(GgmlType::F32));
   if (t.hf_qk_order) {
     // Q/K rows go from HF's rotate-half order to GGUF's interleaved pairs (formats.md).
     std::vector<std::uint8_t> permuted(bytes.size());
@@ -135,9 +135,9 @@ struct ImatrixChoice {
   std::string file;         // the file it was read from
 };
 
-ImatrixChoice choose_imatrix(const config::QuantizeConfig& cfg, SourceModel& src, bool useful, QuantizeReport& rep) {
+ImatrixChoice choose_imatrix(const QuantizeOptions& cfg, SourceModel& src, bool useful, QuantizeReport& rep) {
   ImatrixChoice c;
-  if (cfg.imatrix == "none") {
+  if (cfg.imatrix == ImatrixSource::none) {
     c.description = "none";
     return c;
   }
@@ -146,11 +146,11 @@ ImatrixChoice choose_imatrix(const config::QuantizeConfig& cfg, SourceModel& src
     rep.notes.push_back(fmt::format("imatrix: not used, {} does not weight its rounding by importance", cfg.gguf_type));
     return c;
   }
-  if (cfg.imatrix != "auto") {
-    c.m = read_imatrix(cfg.imatrix);
+  if (cfg.imatrix == ImatrixSource::file) {
+    c.m = read_imatrix(cfg.imatrix_file);
     c.used = true;
-    c.file = cfg.imatrix;
-    c.description = fmt::format("{} ({} entries, {} chunks{})", cfg.imatrix, c.m.entries.size(), c.m.chunk_count,
+    c.file = cfg.imatrix_file;
+    c.description = fmt::format("{} ({} entries, {} chunks{})", cfg.imatrix_file, c.m.entries.size(), c.m.chunk_count,
                                 c.m.datasets.empty() ? "" : ", dataset " + c.m.datasets[0]);
     return c;
   }
@@ -180,17 +180,17 @@ void write_decisions(const std::string& path, const std::vector<Planned>& plan) 
 
 }  // namespace
 
-QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg) {
+QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
   Progress clock("quantize", 1, "step");
   if (cfg.model_path.empty()) throw UsageError("model_path: missing; expected an HF model directory or a .gguf file");
   if (cfg.output_path.empty()) throw UsageError("output_path: missing; expected a new .gguf file");
   if (fs::path(cfg.output_path).extension() != ".gguf")
     throw UsageError(fmt::format("output_path: '{}' must end in .gguf for quant_method gguf", cfg.output_path));
-  if (cfg.load_format == "dummy") throw UsageError("load_format: dummy is not supported with quant_method gguf; quantize a real model");
-  const auto& types = budget::gguf_file_type_names();
+  if (cfg.dummy_weights) throw UsageError("load_format: dummy is not supported with quant_method gguf; quantize a real model");
+  const auto& types = formats::gguf_file_type_names();
   if (std::find(types.begin(), types.end(), cfg.gguf_type) == types.end())
     throw UsageError(fmt::format("gguf_type: '{}' is not one of {}", cfg.gguf_type, fmt::join(types, ", ")));
-  convert::check_output_path(cfg.model_path, cfg.output_path, false);
+  io::check_output_path(cfg.model_path, cfg.output_path, false);
   const LayerSelector skip(cfg.skip_layers);
 
   QuantizeReport rep;
@@ -206,7 +206,7 @@ QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg) {
   rep.input_bytes = files.total_bytes();
   if (files.gguf()) {
     for (const auto& t : files.tensors())
-      if (t.ggml_type && *t.ggml_type != kF32 && *t.ggml_type != kF16 && *t.ggml_type != kBF16) {
+      if (t.ggml_type && *t.ggml_type != ggml_id(GgmlType::F32) && *t.ggml_type != ggml_id(GgmlType::F16) && *t.ggml_type != ggml_id(GgmlType::BF16)) {
         rep.notes.push_back(fmt::format("{} is already quantized ({}): requantizing loses more accuracy than quantizing the 16-bit model",
                                         cfg.model_path, t.dtype));
         break;
@@ -216,10 +216,10 @@ QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg) {
             cfg.output_path, rep.method);
 
   // The file type's own matrix type (what a 256-wide attn_q gets): what every decision is measured against.
-  const std::uint32_t base = budget::gguf_tensor_type(cfg.gguf_type, model::WeightTensor{"blk.0.attn_q.weight", Role::attn_q, 0, 256, 256, {}}, hp);
-  const bool block_type = base != kF16 && base != kBF16;
+  const std::uint32_t base = model::gguf_tensor_type(cfg.gguf_type, model::WeightTensor{"blk.0.attn_q.weight", Role::attn_q, 0, 256, 256, {}}, hp);
+  const bool block_type = base != ggml_id(GgmlType::F16) && base != ggml_id(GgmlType::BF16);
   // Q8_0's rounding is plain nearest, with or without importance (as in llama.cpp).
-  ImatrixChoice im = choose_imatrix(cfg, src, block_type && base != kQ8_0, rep);
+  ImatrixChoice im = choose_imatrix(cfg, src, block_type && base != ggml_id(GgmlType::Q8_0), rep);
 
   // The plan: every tensor's type before any work, so a bad tensor fails fast.
   std::map<std::string, const model::WeightTensor*> shape_of;
@@ -230,12 +230,12 @@ QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg) {
       rep.notes.push_back(fmt::format("{}: no GGUF counterpart, not written", t.file_name));
       continue;
     }
-    Planned p{&t, kF32, {}, false};
+    Planned p{&t, ggml_id(GgmlType::F32), {}, false};
     auto it = shape_of.find(t.name);
     if (t.ne.size() >= 2 && it != shape_of.end()) {
       const model::WeightTensor& wt = *it->second;
-      p.type = budget::gguf_tensor_type(cfg.gguf_type, wt, hp, im.used);
-      if (p.type != kF32) {
+      p.type = model::gguf_tensor_type(cfg.gguf_type, wt, hp, im.used);
+      if (p.type != ggml_id(GgmlType::F32)) {
         LinearDecision& d = p.decision;
         p.has_decision = true;
         d.module = hf_module(t.name);
@@ -243,7 +243,7 @@ QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg) {
         d.requested = type_name(base);
         d.reason = type_reason(cfg.gguf_type, wt, hp, im.used, base, p.type);
         if (auto pat = skip.match(d.module, wt.layer)) {
-          p.type = kF16;
+          p.type = ggml_id(GgmlType::F16);
           d.reason = fmt::format("skip_layers '{}': kept f16", *pat);
         }
         d.format = type_name(p.type);
@@ -263,7 +263,7 @@ QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg) {
   w.set("general.architecture", Value::str(convert::gguf_arch_name(hp)));
   w.set("general.name", Value::str(files.shape().name));
   convert::set_model_keys(w, files, rep.notes);
-  w.set("general.file_type", Value::u32(budget::gguf_file_type_id(cfg.gguf_type)));
+  w.set("general.file_type", Value::u32(formats::gguf_file_type_id(cfg.gguf_type)));
   if (block_type) w.set("general.quantization_version", Value::u32(2));
   if (im.used) {
     // The keys llama-quantize writes, so tools that read them see where the importance came from.
@@ -272,11 +272,11 @@ QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg) {
     w.set("quantize.imatrix.entries_count", Value::i32(static_cast<std::int32_t>(im.m.entries.size())));
     w.set("quantize.imatrix.chunks_count", Value::i32(static_cast<std::int32_t>(im.m.chunk_count)));
   }
-  w.set(convert::kMarkerKey, Value::str(fs::absolute(cfg.model_path).string()));
+  w.set(io::kMarkerKey, Value::str(fs::absolute(cfg.model_path).string()));
   w.set("model-optimizer.version", Value::str(build_info().version));
   w.set("model-optimizer.method", Value::str("gguf"));
   w.set("model-optimizer.gguf_type", Value::str(cfg.gguf_type));
-  w.set("model-optimizer.calibration", Value::str(im.used && cfg.imatrix == "auto" ? rep.calibration : "none"));
+  w.set("model-optimizer.calibration", Value::str(im.used && cfg.imatrix == ImatrixSource::automatic ? rep.calibration : "none"));
   w.set("model-optimizer.imatrix", Value::str(im.description));
 
   // Quantized bytes go to a scratch file as they are made, so memory holds one tensor at a time.
@@ -292,7 +292,7 @@ QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg) {
       const std::uint64_t cols = p.src->ne[0];
       std::vector<float> f = decode_f32(*p.src, hp);
       std::vector<float> imp;
-      if (im.used && p.type != kF32 && p.type != kF16) {
+      if (im.used && p.type != ggml_id(GgmlType::F32) && p.type != ggml_id(GgmlType::F16)) {
         imp = im.m.importance(p.src->name);
         if (!imp.empty() && imp.size() != cols)
           throw UsageError(fmt::format("imatrix: '{}' has {} columns but the model's tensor has {}; the importance matrix is for another model",
@@ -317,7 +317,7 @@ QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg) {
     for (std::size_t i = 0; i < plan.size(); ++i)
       w.add_tensor(plan[i].src->name, plan[i].src->ne, plan[i].type, std::span<const std::uint8_t>(data.data() + spans[i].first, spans[i].second));
     if (!rope_factors.empty())
-      w.add_tensor("rope_freqs.weight", {rope_factors.size()}, kF32,
+      w.add_tensor("rope_freqs.weight", {rope_factors.size()}, ggml_id(GgmlType::F32),
                    std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(rope_factors.data()), rope_factors.size() * 4));
     w.write();
   }

@@ -5,11 +5,11 @@
 // quantized with llama.cpp's encoders, weighted by an importance matrix (computed from calibration
 // text, read from a file, or none). One tensor is decoded at a time; quantized tensors wait in a
 // scratch file next to the output until the GGUF is written and renamed into place.
-#include "mo/config/commands.h"
+#include "mo/quant/options.h"
 #include "mo/quant/quantize.h"
 
 namespace mo::quant {
 
-QuantizeReport quantize_gguf(const config::QuantizeConfig& cfg);
+QuantizeReport quantize_gguf(const QuantizeOptions& cfg);
 
 }  // namespace mo::quant

@@ -7,7 +7,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/half.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "gguf_quantize_search.h"
 
 namespace mo::quant {

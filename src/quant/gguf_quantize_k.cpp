@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "mo/quant/gguf_blocks.h"
+#include "mo/formats/gguf_blocks.h"
 #include "gguf_quantize_search.h"
 
 namespace mo::quant::detail {
@@ -14,7 +14,7 @@ namespace {
 
 // Four 2-bit codes per byte: within each 128 weights, byte l holds weights l, l+32, l+64, l+96.
 void pack_2bit(const std::uint8_t* L, std::uint8_t* qs) {
-  for (int j = 0; j < QK_K; j += 128) {
+  for (int j = 0; j < formats::QK_K; j += 128) {
     for (int l = 0; l < 32; ++l) {
       qs[j / 4 + l] =
           static_cast<std::uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
@@ -24,10 +24,10 @@ void pack_2bit(const std::uint8_t* L, std::uint8_t* qs) {
 
 // Q2_K's last pass: every weight re-rounded against the f16-rounded scales and mins it will be
 // decoded with.
-void requantize_q2_K(const float* x, const BlockQ2_K& y, std::uint8_t* L) {
+void requantize_q2_K(const float* x, const formats::BlockQ2_K& y, std::uint8_t* L) {
   const float dall = fp32(y.d);
   const float mall = fp32(y.dmin);
-  for (int j = 0; j < QK_K / 16; ++j) {
+  for (int j = 0; j < formats::QK_K / 16; ++j) {
     const float d = dall * static_cast<float>(y.scales[j] & 0xF);
     if (d == 0.f) continue;
     const float dm = mall * static_cast<float>(y.scales[j] >> 4);
@@ -37,17 +37,17 @@ void requantize_q2_K(const float* x, const BlockQ2_K& y, std::uint8_t* L) {
   }
 }
 
-void q2_K_ref(const float* x, BlockQ2_K& y) {
-  std::uint8_t L[QK_K];
+void q2_K_ref(const float* x, formats::BlockQ2_K& y) {
+  std::uint8_t L[formats::QK_K];
   std::uint8_t Laux[16];
   float weights[16];
-  float mins[QK_K / 16];
-  float scales[QK_K / 16];
+  float mins[formats::QK_K / 16];
+  float scales[formats::QK_K / 16];
   const float q4scale = 15.f;
 
   float max_scale = 0;  // the min is subtracted, so scales are never negative
   float max_min = 0;
-  for (int j = 0; j < QK_K / 16; ++j) {
+  for (int j = 0; j < formats::QK_K / 16; ++j) {
     for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
     scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, true);
     if (scales[j] > max_scale) max_scale = scales[j];
@@ -55,15 +55,15 @@ void q2_K_ref(const float* x, BlockQ2_K& y) {
   }
   if (max_scale > 0) {
     const float iscale = q4scale / max_scale;
-    for (int j = 0; j < QK_K / 16; ++j) y.scales[j] = static_cast<std::uint8_t>(nearest_int(iscale * scales[j]));
+    for (int j = 0; j < formats::QK_K / 16; ++j) y.scales[j] = static_cast<std::uint8_t>(nearest_int(iscale * scales[j]));
     y.d = fp16(max_scale / q4scale);
   } else {
-    for (int j = 0; j < QK_K / 16; ++j) y.scales[j] = 0;
+    for (int j = 0; j < formats::QK_K / 16; ++j) y.scales[j] = 0;
     y.d = fp16(0.f);
   }
   if (max_min > 0) {
     const float iscale = q4scale / max_min;
-    for (int j = 0; j < QK_K / 16; ++j) {
+    for (int j = 0; j < formats::QK_K / 16; ++j) {
       y.scales[j] = static_cast<std::uint8_t>(y.scales[j] | (nearest_int(iscale * mins[j]) << 4));
     }
     y.dmin = fp16(max_min / q4scale);
@@ -74,30 +74,30 @@ void q2_K_ref(const float* x, BlockQ2_K& y) {
   pack_2bit(L, y.qs);
 }
 
-void q2_K_impl(const float* x, BlockQ2_K& y, const float* qw_block) {
-  std::uint8_t L[QK_K];
+void q2_K_impl(const float* x, formats::BlockQ2_K& y, const float* qw_block) {
+  std::uint8_t L[formats::QK_K];
   std::uint8_t Laux[16];
-  float mins[QK_K / 16];
-  float scales[QK_K / 16];
-  float sw[QK_K / 16];
+  float mins[formats::QK_K / 16];
+  float scales[formats::QK_K / 16];
+  float sw[formats::QK_K / 16];
   float weight[16];
-  std::uint8_t Ls[QK_K / 16], Lm[QK_K / 16];
+  std::uint8_t Ls[formats::QK_K / 16], Lm[formats::QK_K / 16];
 
   float sumx2 = 0;
-  for (int j = 0; j < QK_K; ++j) sumx2 += x[j] * x[j];
-  const float sigma2 = sumx2 / QK_K;
-  for (int j = 0; j < QK_K / 16; ++j) {
+  for (int j = 0; j < formats::QK_K; ++j) sumx2 += x[j] * x[j];
+  const float sigma2 = sumx2 / formats::QK_K;
+  for (int j = 0; j < formats::QK_K / 16; ++j) {
     const float* qw = qw_block + 16 * j;
     for (int l = 0; l < 16; ++l) weight[l] = qw[l] * std::sqrt(sigma2 + x[16 * j + l] * x[16 * j + l]);
     sw[j] = 0;
     for (int l = 0; l < 16; ++l) sw[j] += weight[l];
     scales[j] = make_qkx3_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f, 0.05f, 36, false);
   }
-  const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
-  const float mm = make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
+  const float dm = make_qp_quants(formats::QK_K / 16, 15, scales, Ls, sw);
+  const float mm = make_qp_quants(formats::QK_K / 16, 15, mins, Lm, sw);
   y.d = fp16(dm);
   y.dmin = fp16(mm);
-  for (int j = 0; j < QK_K / 16; ++j) y.scales[j] = static_cast<std::uint8_t>(Ls[j] | (Lm[j] << 4));
+  for (int j = 0; j < formats::QK_K / 16; ++j) y.scales[j] = static_cast<std::uint8_t>(Ls[j] | (Lm[j] << 4));
   requantize_q2_K(x, y, L);
   pack_2bit(L, y.qs);
 }
@@ -116,9 +116,9 @@ void pack_q3_scale(std::uint8_t* scales, int j, int l) {
 
 // Shared tail of Q3_K's ref and impl: requantize against the stored scales, split off the high bit
 // into hmask, pack the low two bits.
-void finish_q3_K(const float* x, BlockQ3_K& y, std::int8_t* L) {
+void finish_q3_K(const float* x, formats::BlockQ3_K& y, std::int8_t* L) {
   const float dall = fp32(y.d);
-  for (int j = 0; j < QK_K / 16; ++j) {
+  for (int j = 0; j < formats::QK_K / 16; ++j) {
     std::int8_t sc = static_cast<std::int8_t>(j < 8 ? y.scales[j] & 0xF : y.scales[j - 8] >> 4);
     sc = static_cast<std::int8_t>((sc | (((y.scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
     const float d = dall * static_cast<float>(sc);
@@ -128,15 +128,15 @@ void finish_q3_K(const float* x, BlockQ3_K& y, std::int8_t* L) {
     }
   }
   // Byte m of hmask holds the high bit of weights m, m+32, ..., m+224 in bits 0..7.
-  std::memset(y.hmask, 0, QK_K / 8);
+  std::memset(y.hmask, 0, formats::QK_K / 8);
   int m = 0;
   std::uint8_t hm = 1;
-  for (int j = 0; j < QK_K; ++j) {
+  for (int j = 0; j < formats::QK_K; ++j) {
     if (L[j] > 3) {
       y.hmask[m] = static_cast<std::uint8_t>(y.hmask[m] | hm);
       L[j] = static_cast<std::int8_t>(L[j] - 4);
     }
-    if (++m == QK_K / 8) {
+    if (++m == formats::QK_K / 8) {
       m = 0;
       hm = static_cast<std::uint8_t>(hm << 1);
     }
@@ -144,12 +144,12 @@ void finish_q3_K(const float* x, BlockQ3_K& y, std::int8_t* L) {
   pack_2bit(reinterpret_cast<const std::uint8_t*>(L), y.qs);
 }
 
-void q3_K_ref(const float* x, BlockQ3_K& y) {
-  std::int8_t L[QK_K];
-  float scales[QK_K / 16];
+void q3_K_ref(const float* x, formats::BlockQ3_K& y) {
+  std::int8_t L[formats::QK_K];
+  float scales[formats::QK_K / 16];
   float max_scale = 0;
   float amax = 0;
-  for (int j = 0; j < QK_K / 16; ++j) {
+  for (int j = 0; j < formats::QK_K / 16; ++j) {
     scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
     const float scale = std::fabs(scales[j]);
     if (scale > amax) {
@@ -160,7 +160,7 @@ void q3_K_ref(const float* x, BlockQ3_K& y) {
   std::memset(y.scales, 0, 12);
   if (max_scale != 0.f) {
     const float iscale = -32.f / max_scale;
-    for (int j = 0; j < QK_K / 16; ++j) {
+    for (int j = 0; j < formats::QK_K / 16; ++j) {
       // ggml narrows to int8_t before clamping.
       std::int8_t l = static_cast<std::int8_t>(nearest_int(iscale * scales[j]));
       l = static_cast<std::int8_t>(gmax(-32, gmin(31, static_cast<int>(l))) + 32);
@@ -173,17 +173,17 @@ void q3_K_ref(const float* x, BlockQ3_K& y) {
   finish_q3_K(x, y, L);
 }
 
-void q3_K_impl(const float* x, BlockQ3_K& y, const float* qw_block) {
-  std::int8_t L[QK_K];
-  float scales[QK_K / 16];
+void q3_K_impl(const float* x, formats::BlockQ3_K& y, const float* qw_block) {
+  std::int8_t L[formats::QK_K];
+  float scales[formats::QK_K / 16];
   float weight[16];
-  float sw[QK_K / 16];
-  std::int8_t Ls[QK_K / 16];
+  float sw[formats::QK_K / 16];
+  std::int8_t Ls[formats::QK_K / 16];
 
   float sumx2 = 0;
-  for (int j = 0; j < QK_K; ++j) sumx2 += x[j] * x[j];
-  const float sigma2 = 2 * sumx2 / QK_K;
-  for (int j = 0; j < QK_K / 16; ++j) {
+  for (int j = 0; j < formats::QK_K; ++j) sumx2 += x[j] * x[j];
+  const float sigma2 = 2 * sumx2 / formats::QK_K;
+  for (int j = 0; j < formats::QK_K / 16; ++j) {
     const float* qw = qw_block + 16 * j;
     for (int l = 0; l < 16; ++l) weight[l] = qw[l] * std::sqrt(sigma2 + x[16 * j + l] * x[16 * j + l]);
     float sumw = 0;
@@ -192,19 +192,19 @@ void q3_K_impl(const float* x, BlockQ3_K& y, const float* qw_block) {
     scales[j] = make_qx_quants(16, 4, x + 16 * j, L + 16 * j, weight);
   }
   std::memset(y.scales, 0, 12);
-  const float d_block = make_qx_quants(QK_K / 16, 32, scales, Ls, sw);
-  for (int j = 0; j < QK_K / 16; ++j) pack_q3_scale(y.scales, j, Ls[j]);
+  const float d_block = make_qx_quants(formats::QK_K / 16, 32, scales, Ls, sw);
+  for (int j = 0; j < formats::QK_K / 16; ++j) pack_q3_scale(y.scales, j, Ls[j]);
   y.d = fp16(d_block);
   finish_q3_K(x, y, L);
 }
 
 // qw_block null: the reference quantizer (weights x^2).
-void q6_K(const float* x, BlockQ6_K& y, const float* qw_block) {
-  std::int8_t L[QK_K];
-  float scales[QK_K / 16];
+void q6_K(const float* x, formats::BlockQ6_K& y, const float* qw_block) {
+  std::int8_t L[formats::QK_K];
+  float scales[formats::QK_K / 16];
   float max_scale = 0;
   float max_abs_scale = 0;
-  for (int ib = 0; ib < QK_K / 16; ++ib) {
+  for (int ib = 0; ib < formats::QK_K / 16; ++ib) {
     const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, qw_block ? qw_block + 16 * ib : nullptr);
     scales[ib] = scale;
     const float abs_scale = std::fabs(scale);
@@ -220,11 +220,11 @@ void q6_K(const float* x, BlockQ6_K& y, const float* qw_block) {
   }
   const float iscale = -128.f / max_scale;
   y.d = fp16(1 / iscale);
-  for (int ib = 0; ib < QK_K / 16; ++ib) {
+  for (int ib = 0; ib < formats::QK_K / 16; ++ib) {
     y.scales[ib] = static_cast<std::int8_t>(gmin(127, nearest_int(iscale * scales[ib])));
   }
   const float dall = fp32(y.d);
-  for (int j = 0; j < QK_K / 16; ++j) {
+  for (int j = 0; j < formats::QK_K / 16; ++j) {
     const float d = dall * static_cast<float>(y.scales[j]);
     if (d == 0.f) continue;
     for (int ii = 0; ii < 16; ++ii) {
@@ -235,7 +235,7 @@ void q6_K(const float* x, BlockQ6_K& y, const float* qw_block) {
   // (bytes 32-63); qh holds the top two bits of l, l+32, l+64, l+96.
   std::uint8_t* ql = y.ql;
   std::uint8_t* qh = y.qh;
-  for (int j = 0; j < QK_K; j += 128) {
+  for (int j = 0; j < formats::QK_K; j += 128) {
     for (int l = 0; l < 32; ++l) {
       const int q1 = L[j + l + 0] & 0xF;
       const int q2 = L[j + l + 32] & 0xF;
@@ -254,10 +254,10 @@ void q6_K(const float* x, BlockQ6_K& y, const float* qw_block) {
 }  // namespace
 
 void quantize_row_q2_K(const float* x, void* dst, std::int64_t n, const float* importance) {
-  for (std::int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    BlockQ2_K y{};
+  for (std::int64_t i = 0; i < n / formats::QK_K; ++i, x += formats::QK_K) {
+    formats::BlockQ2_K y{};
     if (importance) {
-      q2_K_impl(x, y, importance + QK_K * i);
+      q2_K_impl(x, y, importance + formats::QK_K * i);
     } else {
       q2_K_ref(x, y);
     }
@@ -266,10 +266,10 @@ void quantize_row_q2_K(const float* x, void* dst, std::int64_t n, const float* i
 }
 
 void quantize_row_q3_K(const float* x, void* dst, std::int64_t n, const float* importance) {
-  for (std::int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    BlockQ3_K y{};
+  for (std::int64_t i = 0; i < n / formats::QK_K; ++i, x += formats::QK_K) {
+    formats::BlockQ3_K y{};
     if (importance) {
-      q3_K_impl(x, y, importance + QK_K * i);
+      q3_K_impl(x, y, importance + formats::QK_K * i);
     } else {
       q3_K_ref(x, y);
     }
@@ -278,9 +278,9 @@ void quantize_row_q3_K(const float* x, void* dst, std::int64_t n, const float* i
 }
 
 void quantize_row_q6_K(const float* x, void* dst, std::int64_t n, const float* importance) {
-  for (std::int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    BlockQ6_K y{};
-    q6_K(x, y, importance ? importance + QK_K * i : nullptr);
+  for (std::int64_t i = 0; i < n / formats::QK_K; ++i, x += formats::QK_K) {
+    formats::BlockQ6_K y{};
+    q6_K(x, y, importance ? importance + formats::QK_K * i : nullptr);
     store_block(dst, i, y);
   }
 }

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "mo/quant/gguf_blocks.h"
-#include "mo/quant/k_scales.h"
+#include "mo/formats/gguf_blocks.h"
+#include "mo/formats/k_scales.h"
 #include "gguf_quantize_search.h"
 
 namespace mo::quant::detail {
@@ -31,11 +31,11 @@ void ref_scales(const float* x, int nmax, float rmin, float rdelta, int nstep, s
                 std::uint16_t& d, std::uint16_t& dmin) {
   std::uint8_t Laux[32];
   float weights[32];
-  float mins[QK_K / 32];
-  float sc[QK_K / 32];
+  float mins[formats::QK_K / 32];
+  float sc[formats::QK_K / 32];
   float max_scale = 0;  // the min is subtracted, so scales are never negative
   float max_min = 0;
-  for (int j = 0; j < QK_K / 32; ++j) {
+  for (int j = 0; j < formats::QK_K / 32; ++j) {
     float sum_x2 = 0;
     for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
     const float av_x = std::sqrt(sum_x2 / 32);
@@ -46,7 +46,7 @@ void ref_scales(const float* x, int nmax, float rmin, float rdelta, int nstep, s
   }
   const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-  for (int j = 0; j < QK_K / 32; ++j) {
+  for (int j = 0; j < formats::QK_K / 32; ++j) {
     // ggml narrows to uint8_t before clamping.
     const auto ls = static_cast<std::uint8_t>(nearest_int(inv_scale * sc[j]));
     const auto lm = static_cast<std::uint8_t>(nearest_int(inv_min * mins[j]));
@@ -61,16 +61,16 @@ void ref_scales(const float* x, int nmax, float rmin, float rdelta, int nstep, s
 void impl_scales(const float* x, const float* qw_block, int nmax, bool clamp_scales, std::uint8_t* L,
                  std::uint8_t* scales, std::uint16_t& d, std::uint16_t& dmin) {
   std::uint8_t Laux[32];
-  std::uint8_t Ls[QK_K / 32];
-  std::uint8_t Lm[QK_K / 32];
+  std::uint8_t Ls[formats::QK_K / 32];
+  std::uint8_t Lm[formats::QK_K / 32];
   float weights[32];
-  float sw[QK_K / 32];
-  float mins[QK_K / 32];
-  float sc[QK_K / 32];
+  float sw[formats::QK_K / 32];
+  float mins[formats::QK_K / 32];
+  float sc[formats::QK_K / 32];
   float sum_x2 = 0;
-  for (int l = 0; l < QK_K; ++l) sum_x2 += x[l] * x[l];
-  const float sigma2 = 2 * sum_x2 / QK_K;
-  for (int j = 0; j < QK_K / 32; ++j) {
+  for (int l = 0; l < formats::QK_K; ++l) sum_x2 += x[l] * x[l];
+  const float sigma2 = 2 * sum_x2 / formats::QK_K;
+  for (int j = 0; j < formats::QK_K / 32; ++j) {
     const float* qw = qw_block + 32 * j;
     for (int l = 0; l < 32; ++l) weights[l] = qw[l] * std::sqrt(sigma2 + x[32 * j + l] * x[32 * j + l]);
     float sumw = 0;
@@ -78,9 +78,9 @@ void impl_scales(const float* x, const float* qw_block, int nmax, bool clamp_sca
     sw[j] = sumw;
     sc[j] = make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f, 36, false);
   }
-  const float d_block = make_qp_quants(QK_K / 32, 63, sc, Ls, sw);
-  const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
-  for (int j = 0; j < QK_K / 32; ++j) {
+  const float d_block = make_qp_quants(formats::QK_K / 32, 63, sc, Ls, sw);
+  const float m_block = make_qp_quants(formats::QK_K / 32, 63, mins, Lm, sw);
+  for (int j = 0; j < formats::QK_K / 32; ++j) {
     const std::uint8_t ls = clamp_scales ? gmin<std::uint8_t>(63, Ls[j]) : Ls[j];
     const std::uint8_t lm = clamp_scales ? gmin<std::uint8_t>(63, Lm[j]) : Lm[j];
     pack_scales_k4(scales, j, ls, lm);
@@ -92,9 +92,9 @@ void impl_scales(const float* x, const float* qw_block, int nmax, bool clamp_sca
 // Every weight re-rounded against the f16 scale and min it will be decoded with.
 void requantize_k4(const float* x, int nmax, const std::uint8_t* scales, std::uint16_t d16, std::uint16_t dmin16,
                    std::uint8_t* L) {
-  for (int j = 0; j < QK_K / 32; ++j) {
+  for (int j = 0; j < formats::QK_K / 32; ++j) {
     std::uint8_t sc, m;
-    scale_min_k4(j, scales, sc, m);
+    formats::scale_min_k4(j, scales, sc, m);
     const float d = fp32(d16) * static_cast<float>(sc);
     if (d == 0.f) continue;
     const float dm = fp32(dmin16) * static_cast<float>(m);
@@ -105,16 +105,16 @@ void requantize_k4(const float* x, int nmax, const std::uint8_t* scales, std::ui
 }
 
 void pack_q4_K(const std::uint8_t* L, std::uint8_t* q) {
-  for (int j = 0; j < QK_K; j += 64, q += 32) {
+  for (int j = 0; j < formats::QK_K; j += 64, q += 32) {
     for (int l = 0; l < 32; ++l) q[l] = static_cast<std::uint8_t>(L[j + l] | (L[j + l + 32] << 4));
   }
 }
 
 // Low nibbles as Q4_K; the fifth bit of chunk c goes to bit 2c (weights l) and 2c+1 (l+32) of qh[l].
 void pack_q5_K(const std::uint8_t* L, std::uint8_t* ql, std::uint8_t* qh) {
-  std::memset(qh, 0, QK_K / 8);
+  std::memset(qh, 0, formats::QK_K / 8);
   std::uint8_t m1 = 1, m2 = 2;
-  for (int n = 0; n < QK_K; n += 64) {
+  for (int n = 0; n < formats::QK_K; n += 64) {
     for (int j = 0; j < 32; ++j) {
       int l1 = L[n + j];
       if (l1 > 15) {
@@ -137,11 +137,11 @@ void pack_q5_K(const std::uint8_t* L, std::uint8_t* ql, std::uint8_t* qh) {
 }  // namespace
 
 void quantize_row_q4_K(const float* x, void* dst, std::int64_t n, const float* importance) {
-  std::uint8_t L[QK_K];
-  for (std::int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    BlockQ4_K y{};
+  std::uint8_t L[formats::QK_K];
+  for (std::int64_t i = 0; i < n / formats::QK_K; ++i, x += formats::QK_K) {
+    formats::BlockQ4_K y{};
     if (importance) {
-      impl_scales(x, importance + QK_K * i, 15, false, L, y.scales, y.d, y.dmin);
+      impl_scales(x, importance + formats::QK_K * i, 15, false, L, y.scales, y.d, y.dmin);
     } else {
       ref_scales(x, 15, -1.f, 0.1f, 20, L, y.scales, y.d, y.dmin);
     }
@@ -152,11 +152,11 @@ void quantize_row_q4_K(const float* x, void* dst, std::int64_t n, const float* i
 }
 
 void quantize_row_q5_K(const float* x, void* dst, std::int64_t n, const float* importance) {
-  std::uint8_t L[QK_K];
-  for (std::int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    BlockQ5_K y{};
+  std::uint8_t L[formats::QK_K];
+  for (std::int64_t i = 0; i < n / formats::QK_K; ++i, x += formats::QK_K) {
+    formats::BlockQ5_K y{};
     if (importance) {
-      impl_scales(x, importance + QK_K * i, 31, true, L, y.scales, y.d, y.dmin);
+      impl_scales(x, importance + formats::QK_K * i, 31, true, L, y.scales, y.d, y.dmin);
     } else {
       ref_scales(x, 31, -0.5f, 0.1f, 15, L, y.scales, y.d, y.dmin);
     }

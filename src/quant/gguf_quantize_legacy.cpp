@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "mo/quant/gguf_blocks.h"
+#include "mo/formats/gguf_blocks.h"
 #include "gguf_quantize_search.h"
 
 namespace mo::quant::detail {
@@ -54,16 +54,16 @@ float signed_absmax(const float* x) {
 }  // namespace
 
 void quantize_row_q4_0(const float* x, void* dst, std::int64_t n, const float* importance) {
-  const std::int64_t nb = n / QK4_0;
+  const std::int64_t nb = n / formats::QK4_0;
   if (importance == nullptr) {
-    for (std::int64_t i = 0; i < nb; ++i, x += QK4_0) {
-      BlockQ4_0 y{};
+    for (std::int64_t i = 0; i < nb; ++i, x += formats::QK4_0) {
+      formats::BlockQ4_0 y{};
       const float d = signed_absmax(x) / -8;
       const float id = d != 0.f ? 1.0f / d : 0.0f;
       y.d = fp16(d);
-      for (int j = 0; j < QK4_0 / 2; ++j) {
+      for (int j = 0; j < formats::QK4_0 / 2; ++j) {
         const float x0 = x[j] * id;
-        const float x1 = x[QK4_0 / 2 + j] * id;
+        const float x1 = x[formats::QK4_0 / 2 + j] * id;
         // ggml truncates through int8_t; x * id lies in [-8, 8], so int truncation is the same.
         const std::uint8_t xi0 = static_cast<std::uint8_t>(gmin(15, static_cast<int>(x0 + 8.5f)));
         const std::uint8_t xi1 = static_cast<std::uint8_t>(gmin(15, static_cast<int>(x1 + 8.5f)));
@@ -74,36 +74,36 @@ void quantize_row_q4_0(const float* x, void* dst, std::int64_t n, const float* i
     return;
   }
   const float sigma2 = row_sigma2(x, n);
-  float weight[QK4_0];
-  std::int8_t L[QK4_0];
+  float weight[formats::QK4_0];
+  std::int8_t L[formats::QK4_0];
   for (std::int64_t ib = 0; ib < nb; ++ib) {
-    const float* xb = x + QK4_0 * ib;
-    block_weights(xb, importance + QK4_0 * ib, sigma2, weight);
-    BlockQ4_0 y{};
-    y.d = fp16(make_qx_quants(QK4_0, 8, xb, L, weight));
+    const float* xb = x + formats::QK4_0 * ib;
+    block_weights(xb, importance + formats::QK4_0 * ib, sigma2, weight);
+    formats::BlockQ4_0 y{};
+    y.d = fp16(make_qx_quants(formats::QK4_0, 8, xb, L, weight));
     for (int j = 0; j < 16; ++j) y.qs[j] = static_cast<std::uint8_t>(L[j] | (L[j + 16] << 4));
     store_block(dst, ib, y);
   }
 }
 
 void quantize_row_q4_1(const float* x, void* dst, std::int64_t n, const float* importance) {
-  const std::int64_t nb = n / QK4_1;
+  const std::int64_t nb = n / formats::QK4_1;
   if (importance == nullptr) {
-    for (std::int64_t i = 0; i < nb; ++i, x += QK4_1) {
+    for (std::int64_t i = 0; i < nb; ++i, x += formats::QK4_1) {
       float min = FLT_MAX;
       float max = -FLT_MAX;
-      for (int j = 0; j < QK4_1; j++) {
+      for (int j = 0; j < formats::QK4_1; j++) {
         if (x[j] < min) min = x[j];
         if (x[j] > max) max = x[j];
       }
       const float d = (max - min) / 15;
       const float id = d != 0.f ? 1.0f / d : 0.0f;
-      BlockQ4_1 y{};
+      formats::BlockQ4_1 y{};
       y.d = fp16(d);
       y.m = fp16(min);
-      for (int j = 0; j < QK4_1 / 2; ++j) {
+      for (int j = 0; j < formats::QK4_1 / 2; ++j) {
         const float x0 = (x[j] - min) * id;
-        const float x1 = (x[QK4_1 / 2 + j] - min) * id;
+        const float x1 = (x[formats::QK4_1 / 2 + j] - min) * id;
         const std::uint8_t xi0 = static_cast<std::uint8_t>(gmin(15, static_cast<int>(x0 + 0.5f)));
         const std::uint8_t xi1 = static_cast<std::uint8_t>(gmin(15, static_cast<int>(x1 + 0.5f)));
         y.qs[j] = static_cast<std::uint8_t>(xi0 | (xi1 << 4));
@@ -113,14 +113,14 @@ void quantize_row_q4_1(const float* x, void* dst, std::int64_t n, const float* i
     return;
   }
   const float sigma2 = row_sigma2(x, n);
-  float weight[QK4_1];
-  std::uint8_t L[QK4_1], Laux[QK4_1];
+  float weight[formats::QK4_1];
+  std::uint8_t L[formats::QK4_1], Laux[formats::QK4_1];
   for (std::int64_t ib = 0; ib < nb; ++ib) {
-    const float* xb = x + QK4_1 * ib;
-    block_weights(xb, importance + QK4_1 * ib, sigma2, weight);
+    const float* xb = x + formats::QK4_1 * ib;
+    block_weights(xb, importance + formats::QK4_1 * ib, sigma2, weight);
     float min;
-    const float d = make_qkx3_quants(QK4_1, 15, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
-    BlockQ4_1 y{};
+    const float d = make_qkx3_quants(formats::QK4_1, 15, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
+    formats::BlockQ4_1 y{};
     y.d = fp16(d);
     y.m = fp16(-min);
     for (int j = 0; j < 16; ++j) y.qs[j] = static_cast<std::uint8_t>(L[j] | (L[j + 16] << 4));
@@ -129,16 +129,16 @@ void quantize_row_q4_1(const float* x, void* dst, std::int64_t n, const float* i
 }
 
 void quantize_row_q5_0(const float* x, void* dst, std::int64_t n, const float* importance) {
-  const std::int64_t nb = n / QK5_0;
+  const std::int64_t nb = n / formats::QK5_0;
   if (importance == nullptr) {
-    std::uint8_t L[QK5_0];
-    for (std::int64_t i = 0; i < nb; ++i, x += QK5_0) {
+    std::uint8_t L[formats::QK5_0];
+    for (std::int64_t i = 0; i < nb; ++i, x += formats::QK5_0) {
       const float d = signed_absmax(x) / -16;
       const float id = d != 0.f ? 1.0f / d : 0.0f;
-      for (int j = 0; j < QK5_0; ++j) {
+      for (int j = 0; j < formats::QK5_0; ++j) {
         L[j] = static_cast<std::uint8_t>(gmin(31, static_cast<int>(x[j] * id + 16.5f)));
       }
-      BlockQ5_0 y{};
+      formats::BlockQ5_0 y{};
       y.d = fp16(d);
       pack_q5(L, y.qs, y.qh);
       store_block(dst, i, y);
@@ -146,34 +146,34 @@ void quantize_row_q5_0(const float* x, void* dst, std::int64_t n, const float* i
     return;
   }
   const float sigma2 = row_sigma2(x, n);
-  float weight[QK5_0];
-  std::int8_t L[QK5_0];
+  float weight[formats::QK5_0];
+  std::int8_t L[formats::QK5_0];
   for (std::int64_t ib = 0; ib < nb; ++ib) {
-    const float* xb = x + QK5_0 * ib;
-    block_weights(xb, importance + QK5_0 * ib, sigma2, weight);
-    BlockQ5_0 y{};
-    y.d = fp16(make_qx_quants(QK5_0, 16, xb, L, weight));
+    const float* xb = x + formats::QK5_0 * ib;
+    block_weights(xb, importance + formats::QK5_0 * ib, sigma2, weight);
+    formats::BlockQ5_0 y{};
+    y.d = fp16(make_qx_quants(formats::QK5_0, 16, xb, L, weight));
     pack_q5(L, y.qs, y.qh);
     store_block(dst, ib, y);
   }
 }
 
 void quantize_row_q5_1(const float* x, void* dst, std::int64_t n, const float* importance) {
-  const std::int64_t nb = n / QK5_1;
-  std::uint8_t L[QK5_1];
+  const std::int64_t nb = n / formats::QK5_1;
+  std::uint8_t L[formats::QK5_1];
   if (importance == nullptr) {
-    for (std::int64_t i = 0; i < nb; ++i, x += QK5_1) {
+    for (std::int64_t i = 0; i < nb; ++i, x += formats::QK5_1) {
       float min = FLT_MAX;
       float max = -FLT_MAX;
-      for (int j = 0; j < QK5_1; j++) {
+      for (int j = 0; j < formats::QK5_1; j++) {
         if (x[j] < min) min = x[j];
         if (x[j] > max) max = x[j];
       }
       const float d = (max - min) / 31;
       const float id = d != 0.f ? 1.0f / d : 0.0f;
       // No clamp, as in ggml: (x - min) * id never exceeds 31 + 1/2 by enough to truncate to 32.
-      for (int j = 0; j < QK5_1; ++j) L[j] = static_cast<std::uint8_t>((x[j] - min) * id + 0.5f);
-      BlockQ5_1 y{};
+      for (int j = 0; j < formats::QK5_1; ++j) L[j] = static_cast<std::uint8_t>((x[j] - min) * id + 0.5f);
+      formats::BlockQ5_1 y{};
       y.d = fp16(d);
       y.m = fp16(min);
       pack_q5(L, y.qs, y.qh);
@@ -182,14 +182,14 @@ void quantize_row_q5_1(const float* x, void* dst, std::int64_t n, const float* i
     return;
   }
   const float sigma2 = row_sigma2(x, n);
-  float weight[QK5_1];
-  std::uint8_t Laux[QK5_1];
+  float weight[formats::QK5_1];
+  std::uint8_t Laux[formats::QK5_1];
   for (std::int64_t ib = 0; ib < nb; ++ib) {
-    const float* xb = x + QK5_1 * ib;
-    block_weights(xb, importance + QK5_1 * ib, sigma2, weight);
+    const float* xb = x + formats::QK5_1 * ib;
+    block_weights(xb, importance + formats::QK5_1 * ib, sigma2, weight);
     float min;
-    const float d = make_qkx3_quants(QK5_1, 31, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
-    BlockQ5_1 y{};
+    const float d = make_qkx3_quants(formats::QK5_1, 31, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
+    formats::BlockQ5_1 y{};
     y.d = fp16(d);
     y.m = fp16(-min);
     pack_q5(L, y.qs, y.qh);
@@ -198,15 +198,15 @@ void quantize_row_q5_1(const float* x, void* dst, std::int64_t n, const float* i
 }
 
 void quantize_row_q8_0(const float* x, void* dst, std::int64_t n) {
-  const std::int64_t nb = n / QK8_0;
-  for (std::int64_t i = 0; i < nb; ++i, x += QK8_0) {
+  const std::int64_t nb = n / formats::QK8_0;
+  for (std::int64_t i = 0; i < nb; ++i, x += formats::QK8_0) {
     float amax = 0.0f;
-    for (int j = 0; j < QK8_0; j++) amax = gmax(amax, std::fabs(x[j]));
+    for (int j = 0; j < formats::QK8_0; j++) amax = gmax(amax, std::fabs(x[j]));
     const float d = amax / 127;
     const float id = d != 0.f ? 1.0f / d : 0.0f;
-    BlockQ8_0 y{};
+    formats::BlockQ8_0 y{};
     y.d = fp16(d);
-    for (int j = 0; j < QK8_0; ++j) y.qs[j] = static_cast<std::int8_t>(std::round(x[j] * id));
+    for (int j = 0; j < formats::QK8_0; ++j) y.qs[j] = static_cast<std::int8_t>(std::round(x[j] * id));
     store_block(dst, i, y);
   }
 }

@@ -53,7 +53,7 @@ bool inverse_cholesky_upper(std::vector<double>& a, std::int64_t n) {
 }  // namespace
 
 GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, const HessianAccumulator& hessian,
-                         const QuantScheme& scheme, const GptqOptions& options) {
+                         const formats::QuantScheme& scheme, const GptqOptions& options) {
   if (hessian.dim() != cols)
     throw Error(fmt::format("GPTQ: Hessian is {0}x{0} but the weight has {1} input columns", hessian.dim(), cols));
   if (hessian.tokens() == 0) throw Error("GPTQ: the Hessian saw no calibration tokens");
@@ -170,7 +170,7 @@ GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, c
   }
   res.loss = loss / 2;  // AutoGPTQ halves Losses before summing
 
-  QuantizedLinear& out = res.q;
+  formats::QuantizedLinear& out = res.q;
   out.rows = rows;
   out.cols = cols;
   out.scheme = scheme;

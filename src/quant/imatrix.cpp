@@ -9,6 +9,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/progress.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/io/gguf_writer.h"
 #include "mo/quant/layer_f32.h"
@@ -19,7 +20,6 @@ namespace {
 using engine::LinearId;
 using gguf::Value;
 
-constexpr std::uint32_t kF32 = 0;
 
 std::vector<std::uint8_t> f32_bytes(const std::vector<float>& v) {
   std::vector<std::uint8_t> b(v.size() * sizeof(float));
@@ -28,7 +28,7 @@ std::vector<std::uint8_t> f32_bytes(const std::vector<float>& v) {
 }
 
 std::vector<float> f32_values(const gguf::File& f, const gguf::TensorInfo& t) {
-  if (t.type != kF32) throw Error(fmt::format("{}: imatrix tensor '{}' is not F32", f.path, t.name));
+  if (t.type != ggml_id(GgmlType::F32)) throw Error(fmt::format("{}: imatrix tensor '{}' is not F32", f.path, t.name));
   auto bytes = f.tensor_bytes(t);
   std::vector<float> v(bytes.size() / sizeof(float));
   std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
@@ -178,8 +178,8 @@ void write_imatrix(const Imatrix& m, const std::string& path) {
   w.set("imatrix.chunk_size", Value::u32(static_cast<std::uint32_t>(m.chunk_size)));
   for (const auto& [name, e] : m.entries) {
     const std::uint64_t n_mat = e.counts.size(), cols = e.in_sum2.size() / std::max<std::uint64_t>(n_mat, 1);
-    w.add_tensor(name + ".in_sum2", {cols, n_mat}, kF32, f32_bytes(e.in_sum2));
-    w.add_tensor(name + ".counts", {1, n_mat}, kF32, f32_bytes(e.counts));
+    w.add_tensor(name + ".in_sum2", {cols, n_mat}, ggml_id(GgmlType::F32), f32_bytes(e.in_sum2));
+    w.add_tensor(name + ".counts", {1, n_mat}, ggml_id(GgmlType::F32), f32_bytes(e.counts));
   }
   w.write();
 }

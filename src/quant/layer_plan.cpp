@@ -25,7 +25,7 @@ std::string why_not_packed(OutputLayout layout, std::int64_t rows, std::int64_t 
 std::string LinearPlan::label() const {
   if (kind == f16) return "f16";
   if (kind == fp8) return scheme.group_size == 0 ? "fp8 per-tensor" : "fp8 per-channel";
-  return fmt::format("int{} {}{}", scheme.bits, scheme.group_size <= 0 ? std::string("per-channel") : fmt::format("g{}", scheme.group_size),
+  return fmt::format("int{} {}{}", scheme.bits, scheme.per_channel() ? std::string("per-channel") : fmt::format("g{}", scheme.group_size),
                      scheme.sym ? "" : " asym");
 }
 
@@ -64,7 +64,7 @@ LinearPlan plan_linear(OutputLayout layout, std::int64_t rows, std::int64_t cols
       g = next;
     }
     p.kind = LinearPlan::integer;
-    p.scheme = QuantScheme{b, g, layout == OutputLayout::awq_gemm ? false : sym};
+    p.scheme = formats::QuantScheme{b, g, layout == OutputLayout::awq_gemm ? false : sym};
     if (b != bits) reason += fmt::format(": INT{}", b);
     p.reason = reason;
     return p;

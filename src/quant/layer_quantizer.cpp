@@ -67,7 +67,7 @@ std::int64_t capture_stride(std::int64_t total, std::int64_t cap) { return cap >
 Capture new_capture(std::int64_t total, const PipelineSettings& s, bool need_inputs) {
   Capture cap;
   cap.cap = need_inputs ? std::min(s.capture_tokens, total) : 0;
-  cap.stride = s.method == "gptq" ? capture_stride(total, cap.cap) : 1;
+  cap.stride = s.method == Method::gptq ? capture_stride(total, cap.cap) : 1;
   return cap;
 }
 
@@ -101,9 +101,9 @@ void quantize_as(QuantizedModule& m, const std::vector<float>& w, std::int64_t r
   m.f8 = {};
   m.f16.clear();
   if (plan.kind == LinearPlan::integer) {
-    m.q = (s.method == "gptq" && h) ? gptq_quantize(w.data(), rows, cols, *h, plan.scheme, s.gptq).q : quantize_rtn(w.data(), rows, cols, plan.scheme);
+    m.q = (s.method == Method::gptq && h) ? gptq_quantize(w.data(), rows, cols, *h, plan.scheme, s.gptq).q : quantize_rtn(w.data(), rows, cols, plan.scheme);
   } else if (plan.kind == LinearPlan::fp8) {
-    m.f8 = quantize_fp8(w.data(), rows, cols, plan.scheme.group_size != 0);
+    m.f8 = formats::quantize_fp8(w.data(), rows, cols, plan.scheme.group_size != 0);
   } else {
     m.f16 = w;
     round_f16(m.f16);
@@ -147,7 +147,7 @@ std::vector<std::size_t> observed_samples(const std::vector<std::int64_t>& lengt
   std::int64_t total = 0;
   for (std::int64_t n : lengths) total += n;
   const std::int64_t cap = std::min(s.capture_tokens, total);
-  const std::size_t step = s.method == "gptq" || cap <= 0 ? 1 : static_cast<std::size_t>(capture_stride(total, cap));
+  const std::size_t step = s.method == Method::gptq || cap <= 0 ? 1 : static_cast<std::size_t>(capture_stride(total, cap));
   for (std::size_t i = 0; i < lengths.size(); i += step) out.push_back(i);
   return out;
 }
@@ -159,8 +159,8 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
   src.install_layer(layer, w);
 
   const std::int64_t total = hidden.empty() ? 0 : static_cast<std::int64_t>(hidden.size()) / src.hp().hidden_size;
-  const bool gptq = s.method == "gptq";
-  const bool need_inputs = s.method == "awq" || s.threshold > 0;
+  const bool gptq = s.method == Method::gptq;
+  const bool need_inputs = s.method == Method::awq || s.sensitivity_check;
   // One capture pass per GPTQ stage (only the first for the other methods).
   auto capture = [&](int stage) {
     Capture c = new_capture(total, s, need_inputs);
@@ -197,10 +197,10 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
     unify_group(g, plans, [&](int i, int top) {
       dec[i].reason = fmt::format("vLLM fuses it into {} with {}, which is {}: same format", fused_label(g), dec[top].module, plans[top].label());
     });
-  if (s.method == "awq") {
+  if (s.method == Method::awq) {
     bool skip[7];
     for (int i = 0; i < 7; ++i) skip[i] = plans[i].kind != LinearPlan::integer;
-    QuantScheme scheme{4, s.group_size, false};
+    formats::QuantScheme scheme{4, s.group_size, false};
     const AwqLayerReport r = awq_transform_layer(w, cap.in, scheme, s.awq, skip);
     std::string groups;
     for (const auto& g : r.groups)
@@ -239,7 +239,7 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
       if (stage_of(id) != stage) continue;
       LinearDecision& d = dec[i];
       quantize(id, plans[i]);
-      if (s.threshold > 0 && d.cosine < s.threshold && plans[i].kind != LinearPlan::f16) {
+      if (s.sensitivity_check && d.cosine < s.threshold && plans[i].kind != LinearPlan::f16) {
         const std::int64_t rows = w.rows(id), cols = w.cols(id);
         const LinearPlan fb = s.fallback_bits >= 16 || s.layout != OutputLayout::gptq
                                   ? LinearPlan{}

@@ -8,7 +8,7 @@
 
 #include "mo/quant/layer_plan.h"
 #include "mo/quant/awq.h"
-#include "mo/quant/fp8.h"
+#include "mo/formats/fp8.h"
 #include "mo/quant/gptq.h"
 #include "mo/quant/layer_select.h"
 #include "mo/quant/quantize.h"
@@ -17,11 +17,12 @@
 namespace mo::quant {
 
 struct PipelineSettings {
-  std::string method;          // rtn | awq | gptq | fp8
+  Method method = Method::awq;  // rtn | awq | gptq | fp8
   OutputLayout layout = OutputLayout::gptq;
   int bits = 4, group_size = 128, fallback_bits = 8;
   bool sym = true, fp8_per_channel = true;
-  double threshold = 0.98;     // 0: no sensitivity check
+  bool sensitivity_check = true;
+  double threshold = 0.98;     // output cosine below this falls back
   GptqOptions gptq;
   AwqOptions awq;
   LayerSelector skip;
@@ -31,8 +32,8 @@ struct PipelineSettings {
 struct QuantizedModule {
   engine::LinearId id = engine::LinearId::q;
   LinearPlan plan;
-  QuantizedLinear q;         // plan.kind == integer
-  Fp8Linear f8;              // plan.kind == fp8
+  formats::QuantizedLinear q;         // plan.kind == integer
+  formats::Fp8Linear f8;              // plan.kind == fp8
   std::vector<float> f16;    // plan.kind == f16: the weights, already rounded to f16
 };
 

@@ -4,7 +4,7 @@
 
 #include "mo/core/half.h"
 #include "mo/model/tensor_names.h"
-#include "mo/quant/pack.h"
+#include "mo/formats/pack.h"
 
 namespace mo::quant {
 namespace {
@@ -45,13 +45,13 @@ std::uint64_t write_module(ShardWriter& out, const std::string& module, const Qu
     out.add(module + ".weight", st::Dtype::F8_E4M3, {rows, cols}, m.f8.q);
     out.add(module + ".weight_scale", st::Dtype::F32, m.f8.per_channel ? std::vector<std::int64_t>{rows, 1} : std::vector<std::int64_t>{1}, m.f8.scales);
   } else if (layout == OutputLayout::awq_gemm) {
-    const AwqTensors t = pack_awq(m.q);
+    const formats::AwqTensors t = formats::pack_awq(m.q);
     const std::int64_t groups = cols / t.group_size;
     out.add(module + ".qweight", st::Dtype::I32, {cols, rows / 8}, t.qweight);
     out.add(module + ".qzeros", st::Dtype::I32, {groups, rows / 8}, t.qzeros);
     out.add(module + ".scales", st::Dtype::F16, {groups, rows}, t.scales);
   } else {
-    const GptqTensors t = pack_gptq(m.q, m.q.scheme.sym);  // v1 cannot store a zero of 0: asymmetric goes v2
+    const formats::GptqTensors t = formats::pack_gptq(m.q, m.q.scheme.sym);  // v1 cannot store a zero of 0: asymmetric goes v2
     out.add(module + ".qweight", st::Dtype::I32, {cols * t.bits / 32, rows}, t.qweight);
     out.add(module + ".qzeros", st::Dtype::I32, {t.groups, rows * t.bits / 32}, t.qzeros);
     out.add(module + ".scales", st::Dtype::F16, {t.groups, rows}, t.scales);

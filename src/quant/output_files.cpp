@@ -14,9 +14,9 @@
 #include "mo/core/error.h"
 #include "mo/io/gguf.h"
 #include "mo/io/json_file.h"
-#include "mo/quant/hf_quant_config.h"
+#include "mo/formats/hf_quant_config.h"
 #include "mo/tokenizer/tokenizer_export.h"
-#include "../convert/output_path.h"
+#include "mo/io/output_path.h"
 
 namespace mo::quant {
 namespace {
@@ -74,9 +74,9 @@ std::string base_name(const std::string& path) {
 
 // "<model>-awq-int4-g128-v1", the version the first that no sibling of the output already uses.
 std::string name_suggestion(const std::string& source, const std::string& output, const PipelineSettings& s) {
-  std::string stem = base_name(source) + "-" + s.method;
-  if (s.method == "fp8") stem += s.fp8_per_channel ? "-channel" : "-tensor";
-  else stem += fmt::format("-int{}-{}", s.bits, s.group_size <= 0 ? std::string("pc") : fmt::format("g{}", s.group_size));
+  std::string stem = base_name(source) + "-" + method_name(s.method);
+  if (s.method == Method::fp8) stem += s.fp8_per_channel ? "-channel" : "-tensor";
+  else stem += fmt::format("-int{}-{}", s.bits, s.group_size == formats::kGroupPerChannel ? std::string("pc") : fmt::format("g{}", s.group_size));
   const fs::path parent = fs::absolute(output).parent_path();
   int v = 1;
   std::error_code ec;
@@ -117,20 +117,20 @@ std::string fused_name(const std::string& module) {
   return "";
 }
 
-GptqConfigOptions gptq_options(const PipelineSettings& s, const std::vector<LinearDecision>& decisions) {
-  GptqConfigOptions o;
+formats::GptqConfigOptions gptq_options(const PipelineSettings& s, const std::vector<LinearDecision>& decisions) {
+  formats::GptqConfigOptions o;
   o.bits = s.bits;
   o.group_size = s.group_size;
   o.damp_percent = s.gptq.damp_percent;
-  o.desc_act = s.method == "gptq" && s.gptq.desc_act;
+  o.desc_act = s.method == Method::gptq && s.gptq.desc_act;
   o.static_groups = o.desc_act;  // act-order always with static groups: g_idx stays i / G
   o.sym = s.sym;
   o.v2 = !s.sym;  // v1 stores zero-1, which a zero of 0 cannot be
   o.true_sequential = true;      // layer_quantizer takes each GPTQ stage's Hessian after the earlier stages are quantized
   for (const auto& d : decisions) {
     if (d.module == "lm_head" || d.format == d.requested) continue;
-    GptqDynamicRule r;
-    r.pattern = gptq_dynamic_pattern(d.module);
+    formats::GptqDynamicRule r;
+    r.pattern = formats::gptq_dynamic_pattern(d.module);
     if (d.format == "f16") {
       r.skip = true;
     } else {
@@ -150,22 +150,22 @@ nlohmann::json quantization_config(const PipelineSettings& s, const std::vector<
     if (!f.empty() && std::find(unquantized.begin(), unquantized.end(), f) == unquantized.end()) unquantized.push_back(f);
   }
   if (s.layout == OutputLayout::awq_gemm) {
-    AwqConfigOptions o;
+    formats::AwqConfigOptions o;
     o.group_size = s.group_size;
     for (const auto& m : unquantized)
       if (m != "lm_head") o.modules_to_not_convert.push_back(m);
-    return awq_quantization_config(o);
+    return formats::awq_quantization_config(o);
   }
   if (s.layout == OutputLayout::fp8) {
-    Fp8ConfigOptions o;
+    formats::Fp8ConfigOptions o;
     o.per_channel = s.fp8_per_channel;
-    o.activations = Fp8Activations::none;  // weight-only, as our engine runs and evaluates it
+    o.activations = formats::Fp8Activations::none;  // weight-only, as our engine runs and evaluates it
     o.ignore = {"lm_head"};
     for (const auto& m : unquantized)
       if (m != "lm_head" && !m.ends_with("qkv_proj") && !m.ends_with("gate_up_proj")) o.ignore.push_back(m);
-    return fp8_quantization_config(o);
+    return formats::fp8_quantization_config(o);
   }
-  return gptq_quantization_config(gptq_options(s, decisions));
+  return formats::gptq_quantization_config(gptq_options(s, decisions));
 }
 
 }  // namespace
@@ -188,14 +188,14 @@ std::string quantization_summary(const QuantizeReport& rep) {
   return fmt::format("{}: linears {}{}{}", rep.method, parts, head, calib);
 }
 
-void write_output_files(const std::string& dir_s, const SourceModel& src, const config::QuantizeConfig& cfg, const PipelineSettings& s,
+void write_output_files(const std::string& dir_s, const SourceModel& src, const QuantizeOptions& cfg, const PipelineSettings& s,
                         QuantizeReport& rep) {
   const fs::path dir(dir_s);
   nlohmann::json config = hf_config(src);
   config["torch_dtype"] = "float16";
   config["quantization_config"] = quantization_config(s, rep.decisions);
   io::write_json((dir / "config.json").string(), config);
-  if (s.layout == OutputLayout::gptq) io::write_json((dir / "quantize_config.json").string(), gptq_quantize_config_file(gptq_options(s, rep.decisions)));
+  if (s.layout == OutputLayout::gptq) io::write_json((dir / "quantize_config.json").string(), formats::gptq_quantize_config_file(gptq_options(s, rep.decisions)));
   copy_tokenizer(src, dir, rep.notes);
 
   rep.summary = quantization_summary(rep);
@@ -214,12 +214,12 @@ void write_output_files(const std::string& dir_s, const SourceModel& src, const 
       {"created", utc_time(now)},
       {"source", src.dummy() ? cfg.model_path + " (dummy weights)" : fs::absolute(src.path()).string()},
       {"source_fingerprint", source_fingerprint(src)},
-      {"method", s.method},
+      {"method", method_name(s.method)},
       {"format", s.layout == OutputLayout::awq_gemm ? "awq-gemm" : s.layout == OutputLayout::fp8 ? "compressed-tensors-fp8" : s.sym ? "gptq-v1" : "gptq-v2"},
-      {"bits", s.method == "fp8" ? 8 : s.bits},
+      {"bits", s.method == Method::fp8 ? 8 : s.bits},
       {"group_size", s.group_size},
-      {"sym", s.method == "awq" ? false : s.sym},
-      {"sensitivity_threshold", s.threshold},
+      {"sym", s.method == Method::awq ? false : s.sym},
+      {"sensitivity_threshold", s.sensitivity_check ? s.threshold : 0.0},  // 0: no check
       {"fallback_bits", s.fallback_bits},
       {"skip_layers", cfg.skip_layers},
       {"calibration", {{"source", cfg.calibration_data}, {"description", rep.calibration}, {"samples", rep.calibration_samples},
@@ -230,7 +230,7 @@ void write_output_files(const std::string& dir_s, const SourceModel& src, const 
       {"seconds", rep.seconds},
       {"layers", layers},
   };
-  io::write_json((dir / convert::kMarkerFile).string(), manifest);
+  io::write_json((dir / io::kMarkerFile).string(), manifest);
 
   std::ofstream log(dir / "decisions.jsonl");
   for (const auto& d : rep.decisions) {

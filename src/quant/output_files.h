@@ -5,12 +5,12 @@
 #include <string>
 
 #include "layer_quantizer.h"
-#include "mo/config/commands.h"
+#include "mo/quant/options.h"
 #include "mo/quant/quantize.h"
 
 namespace mo::quant {
 
-void write_output_files(const std::string& dir, const SourceModel& src, const config::QuantizeConfig& cfg, const PipelineSettings& s,
+void write_output_files(const std::string& dir, const SourceModel& src, const QuantizeOptions& cfg, const PipelineSettings& s,
                         QuantizeReport& rep);
 
 // "AWQ INT4 g64: 180 linears int4 g64, 30 f16; lm_head f16; calibration: ..." from the decisions.

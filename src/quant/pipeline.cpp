@@ -16,29 +16,30 @@
 #include "calibration_run.h"
 #include "mo/quant/quantize.h"
 #include "output_files.h"
-#include "../convert/output_path.h"
+#include "mo/io/output_path.h"
 
 namespace mo::quant {
 namespace {
 
 namespace fs = std::filesystem;
 
-PipelineSettings settings_from(const config::QuantizeConfig& c) {
+PipelineSettings settings_from(const QuantizeOptions& c) {
   PipelineSettings s;
-  s.method = c.quant_method;
-  s.layout = s.method == "awq" ? OutputLayout::awq_gemm : s.method == "fp8" ? OutputLayout::fp8 : OutputLayout::gptq;
-  s.bits = static_cast<int>(c.bits);
-  if (s.method != "fp8" && s.bits != 4 && s.bits != 8) throw UsageError(fmt::format("bits: {} is not supported; expected 4 or 8", c.bits));
-  if (s.method == "awq" && s.bits != 4) throw UsageError("bits: AWQ GEMM checkpoints are 4-bit; use quant_method gptq or rtn for INT8");
-  if (c.group_size != -1 && c.group_size != 32 && c.group_size != 64 && c.group_size != 128)
+  s.method = c.method;
+  s.layout = s.method == Method::awq ? OutputLayout::awq_gemm : s.method == Method::fp8 ? OutputLayout::fp8 : OutputLayout::gptq;
+  s.bits = c.bits;
+  if (s.method != Method::fp8 && s.bits != 4 && s.bits != 8) throw UsageError(fmt::format("bits: {} is not supported; expected 4 or 8", c.bits));
+  if (s.method == Method::awq && s.bits != 4) throw UsageError("bits: AWQ GEMM checkpoints are 4-bit; use quant_method gptq or rtn for INT8");
+  if (c.group_size != formats::kGroupPerChannel && c.group_size != 32 && c.group_size != 64 && c.group_size != 128)
     throw UsageError(fmt::format("group_size: {} is not supported; expected 32, 64, 128 or -1 (per output channel)", c.group_size));
-  if (s.method == "awq" && c.group_size == -1)
+  if (s.method == Method::awq && c.group_size == formats::kGroupPerChannel)
     throw UsageError("group_size: AWQ GEMM needs a group size (32, 64 or 128); -1 (per channel) is for rtn and gptq");
-  s.group_size = static_cast<int>(c.group_size);
+  s.group_size = c.group_size;
   s.sym = c.sym;
-  s.fp8_per_channel = c.fp8_scale == "channel";
+  s.fp8_per_channel = c.fp8_scale == Fp8Scale::per_channel;
   if (c.fallback_bits != 8 && c.fallback_bits != 16) throw UsageError(fmt::format("fallback_bits: {} is not supported; expected 8 or 16", c.fallback_bits));
-  s.fallback_bits = static_cast<int>(c.fallback_bits);
+  s.fallback_bits = c.fallback_bits;
+  s.sensitivity_check = c.sensitivity_check;
   s.threshold = c.sensitivity_threshold;
   s.gptq.damp_percent = c.damp_percent;
   s.gptq.desc_act = c.desc_act;
@@ -59,13 +60,24 @@ std::vector<std::vector<std::int32_t>> random_samples(std::int64_t n, std::int64
 }
 
 std::string method_title(const PipelineSettings& s) {
-  if (s.method == "fp8") return s.fp8_per_channel ? "FP8 E4M3 per-channel" : "FP8 E4M3 per-tensor";
-  std::string m = s.method == "rtn" ? "RTN" : s.method == "awq" ? "AWQ" : "GPTQ";
-  return fmt::format("{} INT{} {}{}", m, s.bits, s.group_size <= 0 ? std::string("per-channel") : fmt::format("g{}", s.group_size),
-                     s.method == "awq" ? "" : s.sym ? " sym" : " asym");
+  if (s.method == Method::fp8) return s.fp8_per_channel ? "FP8 E4M3 per-channel" : "FP8 E4M3 per-tensor";
+  std::string m = s.method == Method::rtn ? "RTN" : s.method == Method::awq ? "AWQ" : "GPTQ";
+  return fmt::format("{} INT{} {}{}", m, s.bits, s.group_size == formats::kGroupPerChannel ? std::string("per-channel") : fmt::format("g{}", s.group_size),
+                     s.method == Method::awq ? "" : s.sym ? " sym" : " asym");
 }
 
 }  // namespace
+
+const char* method_name(Method m) {
+  switch (m) {
+    case Method::rtn: return "rtn";
+    case Method::awq: return "awq";
+    case Method::gptq: return "gptq";
+    case Method::fp8: return "fp8";
+    case Method::gguf: return "gguf";
+  }
+  return "?";
+}
 
 std::string LinearDecision::line() const {
   std::string cos = std::isnan(cosine) ? "" : fmt::format(" (cos {:.4f})", cosine);
@@ -73,14 +85,14 @@ std::string LinearDecision::line() const {
   return fmt::format("{}: {} - {}{}", module, format, reason, std::isnan(cosine_requested) ? cos : "");
 }
 
-QuantizeReport quantize_model(const config::QuantizeConfig& cfg) {
-  if (cfg.quant_method == "gguf") return quantize_gguf(cfg);
+QuantizeReport quantize_model(const QuantizeOptions& cfg) {
+  if (cfg.method == Method::gguf) return quantize_gguf(cfg);
   Progress clock("quantize", 1, "step");
   if (cfg.model_path.empty()) throw UsageError("model_path: missing; expected an HF model directory or a .gguf file");
   if (cfg.output_path.empty()) throw UsageError("output_path: missing; expected a new directory for the quantized model");
-  const bool dummy = cfg.load_format == "dummy";
+  const bool dummy = cfg.dummy_weights;
   PipelineSettings s = settings_from(cfg);
-  convert::check_output_path(dummy ? std::string() : cfg.model_path, cfg.output_path, false);
+  io::check_output_path(dummy ? std::string() : cfg.model_path, cfg.output_path, false);
 
   QuantizeReport rep;
   rep.input = cfg.model_path;
@@ -101,7 +113,7 @@ QuantizeReport quantize_model(const config::QuantizeConfig& cfg) {
 
   // Calibration: needed by AWQ and GPTQ, and by the sensitivity check of every method.
   std::vector<std::vector<std::int32_t>> samples;
-  if (s.method == "awq" || s.method == "gptq" || s.threshold > 0) {
+  if (s.method == Method::awq || s.method == Method::gptq || s.sensitivity_check) {
     if (dummy) {
       samples = random_samples(cfg.num_samples, cfg.max_seq_len, hp.vocab_size, cfg.seed);
       rep.calibration = fmt::format("random token ids ({} x {}; --load-format dummy has no tokenizer)", cfg.num_samples, cfg.max_seq_len);
@@ -130,11 +142,11 @@ QuantizeReport quantize_model(const config::QuantizeConfig& cfg) {
     rep.calibration_used_samples = static_cast<std::int64_t>(samples.size());
     if (rep.calibration_used_samples < rep.calibration_samples)
       log::info("calibration: {} reads {} evenly spaced samples of the {} ({} tokens, its budget {}); the others are not run",
-                s.method == "awq" ? "AWQ's search and the sensitivity check" : "the sensitivity check", rep.calibration_used_samples,
+                s.method == Method::awq ? "AWQ's search and the sensitivity check" : "the sensitivity check", rep.calibration_used_samples,
                 rep.calibration_samples, rep.calibration_used_tokens, s.capture_tokens);
   }
 
-  convert::StagedOutput staged(cfg.output_path, dummy ? std::string() : cfg.model_path);
+  io::StagedOutput staged(cfg.output_path, dummy ? std::string() : cfg.model_path);
   fs::create_directories(staged.temp_path());
   ShardWriter writer(staged.temp_path(), cfg.max_shard_bytes);
 

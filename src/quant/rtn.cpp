@@ -14,7 +14,7 @@ constexpr std::uint16_t kF16Max = 0x7bff;  // 65504
 
 }  // namespace
 
-GroupParams find_group_params(const float* w, std::int64_t n, std::int64_t stride, const QuantScheme& scheme) {
+GroupParams find_group_params(const float* w, std::int64_t n, std::int64_t stride, const formats::QuantScheme& scheme) {
   const int maxq = (1 << scheme.bits) - 1;
   float lo = 0.0f, hi = 0.0f;  // the range always contains 0, so zero is exactly representable
   for (std::int64_t i = 0; i < n; ++i) {
@@ -54,8 +54,8 @@ int quantize_value(float w, const GroupParams& p, int bits) {
   return static_cast<int>(std::min(q, static_cast<float>(maxq)));
 }
 
-QuantizedLinear quantize_rtn(const float* w, std::int64_t rows, std::int64_t cols, const QuantScheme& scheme) {
-  QuantizedLinear out;
+formats::QuantizedLinear quantize_rtn(const float* w, std::int64_t rows, std::int64_t cols, const formats::QuantScheme& scheme) {
+  formats::QuantizedLinear out;
   out.rows = rows;
   out.cols = cols;
   out.scheme = scheme;

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "mo/budget/presets.h"
+#include "mo/model/model_presets.h"
 #include "mo/core/error.h"
 #include "mo/engine/ops/linear.h"
 #include "mo/io/json_file.h"
@@ -62,7 +62,7 @@ void fill_random(std::vector<float>& w, std::uint64_t seed) {
 
 SourceModel::SourceModel(const std::string& path, bool dummy, ThreadPool& pool) : path_(path), dummy_(dummy) {
   if (dummy) {
-    model::Hparams hp = budget::load_model_shape(path).hp;
+    model::Hparams hp = model::load_model_shape(path).hp;
     model::Hparams no_layers = hp;
     no_layers.num_layers = 0;
     engine::ModelWeights w = engine::dummy_weights(no_layers, 1);

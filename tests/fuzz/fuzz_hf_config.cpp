@@ -4,7 +4,7 @@
 #include "fuzz_util.h"
 #include "mo/io/json_file.h"
 #include "mo/model/model_source.h"
-#include "mo/quant/hf_quant_config.h"
+#include "mo/formats/hf_quant_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = mo::fuzz::write_input(data, size, "config.json");
@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const nlohmann::json config = mo::io::read_json(path);
     mo::fuzz::refusals_are_errors([&] { mo::model::shape_from_hf_config(config, path); });
     if (config.is_object() && config.contains("quantization_config"))
-      mo::fuzz::refusals_are_errors([&] { mo::quant::parse_quantization_config(config["quantization_config"]).describe(); });
+      mo::fuzz::refusals_are_errors([&] { mo::formats::parse_quantization_config(config["quantization_config"]).describe(); });
   });
   return 0;
 }

@@ -7,7 +7,7 @@ qlinear_cuda_old, compressed-tensors float-quantized FP8), not from our C++:
   asym with a quantized lm_head, and FP8 per-channel / per-tensor checkpoints of stories260K load in our
   engine with every linear equal, bit for bit, to numpy's dequantization, in the representation the
   rules predict (exact Q8_0 re-blocking or F32), and the log names the scheme.
-- Our packers (mo::quant::pack_awq / pack_gptq) unpack with numpy to the codes, zeros, scales and g_idx
+- Our packers (mo::formats::pack_awq / pack_gptq) unpack with numpy to the codes, zeros, scales and g_idx
   they were given; our FP8 encoder, decoder and quantize_fp8 equal numpy's on ties, subnormals, NaN and
   saturation.
 - `generate` on the AWQ copy prints the same greedy text as on its numpy-dequantized float twin.

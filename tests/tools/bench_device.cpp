@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "mo/budget/presets.h"
+#include "mo/model/model_presets.h"
 #include "mo/core/device.h"
 #include "mo/core/error.h"
 #include "mo/core/memory.h"
@@ -22,7 +22,7 @@
 #include "mo/engine/device_model.h"
 #include "mo/engine/engine.h"
 #include "mo/engine/kv_cache.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 
 namespace {
 
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
       else if (a == "--json") json_path = next();
       else return usage();
     }
-    const auto* preset = mo::budget::find_model_preset(preset_name);
+    const auto* preset = mo::model::find_model_preset(preset_name);
     if (!preset || p < 1 || n < 1) return usage();
     const mo::Device dev = mo::parse_device(device);  // before generating gigabytes of weights
     const auto t_load = Clock::now();

@@ -17,14 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "mo/budget/presets.h"
+#include "mo/model/model_presets.h"
 #include "mo/core/error.h"
 #include "mo/core/memory.h"
 #include "mo/core/thread_pool.h"
 #include "mo/engine/engine.h"
 #include "mo/engine/kv_cache.h"
 #include "mo/engine/ops/linear.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/model/model_files.h"
 
 namespace {
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
         hp.head_dim = v[0] / v[2];
         hp.context_length = 4096;
       } else {
-        const mo::budget::ModelPreset* preset = mo::budget::find_model_preset(dummy);
+        const mo::model::ModelPreset* preset = mo::model::find_model_preset(dummy);
         if (preset == nullptr) throw mo::UsageError("unknown preset " + dummy);
         hp = preset->hp;
       }

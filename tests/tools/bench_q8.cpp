@@ -17,7 +17,7 @@
 #include "mo/core/thread_pool.h"
 #include "mo/engine/ops/linear.h"
 #include "mo/engine/weights.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/quant/gguf_quantize.h"
 
 namespace {

@@ -5,9 +5,9 @@
 //       random codes, zeros, scales and g_idx packed by mo::quant; FORMAT awq | gptq_v1 | gptq_v2. The file
 //       holds the packed tensors (qweight, qzeros, scales, g_idx) and the inputs (ref_q U8 [rows, cols],
 //       ref_zeros U8 [rows, groups], ref_scales F16 [rows, groups], ref_g_idx I32 [cols]).
-//   mo_tool_dump_weights fp8_encode IN.f32 OUT.u8        f32_to_e4m3 of each value
-//   mo_tool_dump_weights fp8_decode OUT.f32              e4m3_to_f32 of codes 0..255
-//   mo_tool_dump_weights fp8_quantize IN.f32 ROWS COLS PER_CHANNEL OUT.safetensors   quantize_fp8: q U8, scales F32
+//   mo_tool_dump_weights fp8_encode IN.f32 OUT.u8        formats::f32_to_e4m3 of each value
+//   mo_tool_dump_weights fp8_decode OUT.f32              formats::e4m3_to_f32 of codes 0..255
+//   mo_tool_dump_weights fp8_quantize IN.f32 ROWS COLS PER_CHANNEL OUT.safetensors   formats::quantize_fp8: q U8, scales F32
 //   mo_tool_dump_weights config awq|gptq|fp8 [JSON options]   the quantization_config we write
 //   mo_tool_dump_weights gptq W.f32 X.f32 ROWS COLS BITS GROUP SYM DESC_ACT STATIC OUT.safetensors
 //       gptq_quantize of W [rows, cols] with the Hessian of X [n, cols]: q U8, scales F16, zeros U8, g_idx I32
@@ -27,15 +27,15 @@
 #include "mo/core/log.h"
 #include "mo/engine/ops/linear.h"
 #include "mo/engine/weights.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
 #include "mo/io/safetensors.h"
 #include "mo/model/model_files.h"
 #include "mo/model/tensor_names.h"
-#include "mo/quant/fp8.h"
+#include "mo/formats/fp8.h"
 #include "mo/quant/gptq.h"
-#include "mo/quant/hf_quant_config.h"
-#include "mo/quant/pack.h"
+#include "mo/formats/hf_quant_config.h"
+#include "mo/formats/pack.h"
 
 namespace {
 
@@ -112,7 +112,7 @@ int cmd_pack(const std::vector<std::string>& a) {
   std::mt19937_64 rng(std::stoull(a[7]));
   const bool v1 = format != "gptq_v2";
 
-  mo::quant::QuantizedLinear q;
+  formats::QuantizedLinear q;
   q.rows = rows, q.cols = cols;
   q.scheme = {bits, group, sym};
   const std::int64_t G = q.scheme.effective_group(cols), ng = q.scheme.groups(cols);
@@ -129,16 +129,16 @@ int cmd_pack(const std::vector<std::string>& a) {
   if (actorder) std::shuffle(q.g_idx.begin(), q.g_idx.end(), rng);
 
   std::vector<mo::st::TensorData> t;
-  mo::quant::AwqTensors awq;
-  mo::quant::GptqTensors gptq;
+  formats::AwqTensors awq;
+  formats::GptqTensors gptq;
   using D = mo::st::Dtype;
   if (format == "awq") {
-    awq = mo::quant::pack_awq(q);
+    awq = formats::pack_awq(q);
     t.push_back(td("qweight", D::I32, {cols, rows / 8}, awq.qweight.data(), awq.qweight.size() * 4));
     t.push_back(td("qzeros", D::I32, {cols / G, rows / 8}, awq.qzeros.data(), awq.qzeros.size() * 4));
     t.push_back(td("scales", D::F16, {cols / G, rows}, awq.scales.data(), awq.scales.size() * 2));
   } else {
-    gptq = mo::quant::pack_gptq(q, v1);
+    gptq = formats::pack_gptq(q, v1);
     const int pf = 32 / bits;
     t.push_back(td("qweight", D::I32, {cols / pf, rows}, gptq.qweight.data(), gptq.qweight.size() * 4));
     t.push_back(td("qzeros", D::I32, {ng, rows / pf}, gptq.qzeros.data(), gptq.qzeros.size() * 4));
@@ -152,7 +152,7 @@ int cmd_pack(const std::vector<std::string>& a) {
   mo::st::write_file(a[8], t);
 
   // The packers' own inverse must give the codes back too.
-  const auto back = format == "awq" ? mo::quant::unpack_awq(awq) : mo::quant::unpack_gptq(gptq, group, sym, v1);
+  const auto back = format == "awq" ? formats::unpack_awq(awq) : formats::unpack_gptq(gptq, group, sym, v1);
   if (back.q != q.q || back.zeros != q.zeros || back.scales != q.scales || back.g_idx != q.g_idx) throw mo::Error("unpack(pack(x)) != x");
   return 0;
 }
@@ -161,7 +161,7 @@ int cmd_fp8_quantize(const std::vector<std::string>& a) {
   const auto w = read_floats(a[0]);
   const std::int64_t rows = std::stoll(a[1]), cols = std::stoll(a[2]);
   if (static_cast<std::int64_t>(w.size()) != rows * cols) throw mo::UsageError("size mismatch");
-  const auto f = mo::quant::quantize_fp8(w.data(), rows, cols, a[3] == "1");
+  const auto f = formats::quantize_fp8(w.data(), rows, cols, a[3] == "1");
   using D = mo::st::Dtype;
   const std::int64_t ns = static_cast<std::int64_t>(f.scales.size());
   mo::st::write_file(a[4], {td("q", D::U8, {rows, cols}, f.q.data(), f.q.size()), td("scales", D::F32, {ns}, f.scales.data(), f.scales.size() * 4)});
@@ -191,12 +191,12 @@ int cmd_gptq(const std::vector<std::string>& a) {
 int cmd_config(const std::string& kind, const json& opt) {
   json out;
   if (kind == "awq") {
-    mo::quant::AwqConfigOptions o;
+    mo::formats::AwqConfigOptions o;
     o.group_size = opt.value("group_size", o.group_size);
     o.modules_to_not_convert = opt.value("modules_to_not_convert", o.modules_to_not_convert);
-    out = mo::quant::awq_quantization_config(o);
+    out = mo::formats::awq_quantization_config(o);
   } else if (kind == "gptq" || kind == "gptq_file") {
-    mo::quant::GptqConfigOptions o;
+    mo::formats::GptqConfigOptions o;
     o.bits = opt.value("bits", o.bits);
     o.group_size = opt.value("group_size", o.group_size);
     o.desc_act = opt.value("desc_act", o.desc_act);
@@ -204,17 +204,17 @@ int cmd_config(const std::string& kind, const json& opt) {
     o.v2 = opt.value("v2", o.v2);
     for (const auto& r : opt.value("dynamic", json::array()))
       o.dynamic.push_back({r.at("pattern").get<std::string>(), r.value("skip", false), r.value("overrides", json::object())});
-    out = kind == "gptq" ? mo::quant::gptq_quantization_config(o) : mo::quant::gptq_quantize_config_file(o);
+    out = kind == "gptq" ? mo::formats::gptq_quantization_config(o) : mo::formats::gptq_quantize_config_file(o);
   } else if (kind == "fp8") {
-    mo::quant::Fp8ConfigOptions o;
+    mo::formats::Fp8ConfigOptions o;
     o.per_channel = opt.value("per_channel", o.per_channel);
-    if (!opt.value("dynamic_activations", true)) o.activations = mo::quant::Fp8Activations::none;
-    out = mo::quant::fp8_quantization_config(o);
+    if (!opt.value("dynamic_activations", true)) o.activations = mo::formats::Fp8Activations::none;
+    out = mo::formats::fp8_quantization_config(o);
   } else {
     throw mo::UsageError("unknown config kind '" + kind + "'");
   }
   // Round trip through our own parser, so the test sees what the loader understands of it too.
-  const auto parsed = mo::quant::parse_quantization_config(out);
+  const auto parsed = mo::formats::parse_quantization_config(out);
   std::cout << json{{"config", out}, {"parsed", parsed.describe()}}.dump() << "\n";
   return 0;
 }
@@ -226,13 +226,13 @@ int run(const std::vector<std::string>& a) {
   if (a.size() == 3 && a[0] == "fp8_encode") {
     const auto v = read_floats(a[1]);
     std::vector<std::uint8_t> out;
-    for (float x : v) out.push_back(mo::quant::f32_to_e4m3(x));
+    for (float x : v) out.push_back(formats::f32_to_e4m3(x));
     write_bytes(a[2], out.data(), out.size());
     return 0;
   }
   if (a.size() == 2 && a[0] == "fp8_decode") {
     std::vector<float> out;
-    for (int c = 0; c < 256; ++c) out.push_back(mo::quant::e4m3_to_f32(static_cast<std::uint8_t>(c)));
+    for (int c = 0; c < 256; ++c) out.push_back(formats::e4m3_to_f32(static_cast<std::uint8_t>(c)));
     write_bytes(a[1], out.data(), out.size() * 4);
     return 0;
   }

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "mo/core/error.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/io/gguf_dequant.h"
 #include "mo/io/gguf_writer.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "mo/core/error.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/quant/gguf_quantize.h"
 
 namespace {

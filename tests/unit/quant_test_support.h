@@ -50,16 +50,15 @@ inline std::string write_calibration(const fs::path& dir) {
 }
 
 // Quantizing stories260K quickly: 4-bit request, group 32, 8 calibration samples of 64 tokens, no evaluation.
-inline mo::config::QuantizeConfig stories_config(const std::string& method, const fs::path& out, const std::string& calib) {
-  mo::config::QuantizeConfig c;
+inline mo::quant::QuantizeOptions stories_config(mo::quant::Method method, const fs::path& out, const std::string& calib) {
+  mo::quant::QuantizeOptions c;
   c.model_path = kStories;
   c.output_path = out.string();
-  c.quant_method = method;
+  c.method = method;
   c.group_size = 32;
   c.calibration_data = calib;
   c.num_samples = 8;
   c.max_seq_len = 64;
-  c.eval = false;
   return c;
 }
 

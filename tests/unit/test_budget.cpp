@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "mo/budget/budget.h"
-#include "mo/budget/presets.h"
+#include "mo/model/model_presets.h"
 #include "mo/budget/printer.h"
 #include "mo/core/error.h"
 
@@ -31,7 +31,7 @@ TEST(Budget, KvBytesPerTokenMatchesTheFormula) {
 }
 
 TEST(Budget, PresetWeightsWithinTwoPercentOfPublishedParameterCounts) {
-  for (const auto& p : mo::budget::model_presets()) {
+  for (const auto& p : mo::model::model_presets()) {
     auto r = compute_budget(make_request(cfg(p.name, "fp16")));
     double published = p.published_params_b * 1e9 * 2;
     EXPECT_NEAR(r.weights_bytes_total / published, 1.0, 0.02) << p.name << ": " << r.n_params;

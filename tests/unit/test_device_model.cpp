@@ -166,8 +166,9 @@ TEST(DeviceModel, PackedCheckpointsMatchTheCpuEngine) {
   const std::string calib = quant_test::write_calibration(t.path);
   mo::ThreadPool pool(2);
   const ExactCpu exact;
-  for (const std::string method : {"awq", "gptq"}) {
-    const mo::config::QuantizeConfig c = quant_test::stories_config(method, t.path / method, calib);
+  for (const auto m : {mo::quant::Method::awq, mo::quant::Method::gptq}) {
+    const std::string method = mo::quant::method_name(m);
+    const mo::quant::QuantizeOptions c = quant_test::stories_config(m, t.path / method, calib);
     mo::quant::quantize_model(c);
     auto files = mo::model::ModelFiles::open(c.output_path);
     Engine cpu(bind_weights(files), pool);

@@ -10,7 +10,7 @@
 #include "mo/engine/engine.h"
 #include "mo/engine/kv_cache.h"
 #include "mo/engine/ops/linear.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
 #include "small_llama.h"
 

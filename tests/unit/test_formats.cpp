@@ -1,16 +1,17 @@
 #include <gtest/gtest.h>
 
 #include "mo/budget/formats.h"
-#include "mo/budget/presets.h"
-#include "mo/io/ggml_types.h"
+#include "mo/model/gguf_tensor_type.h"
+#include "mo/model/model_presets.h"
+#include "mo/formats/ggml_types.h"
 
 namespace {
 
-using mo::budget::gguf_tensor_type;
+using mo::model::gguf_tensor_type;
 using mo::budget::weight_totals;
 using mo::model::Role;
 
-mo::model::ModelShape preset(const std::string& name) { return mo::budget::load_model_shape(name); }
+mo::model::ModelShape preset(const std::string& name) { return mo::model::load_model_shape(name); }
 
 const mo::model::WeightTensor& tensor(const mo::model::ModelShape& s, const std::string& name) {
   for (const auto& t : s.tensors)

@@ -19,11 +19,11 @@
 #include "mo/core/error.h"
 #include "mo/core/half.h"
 #include "mo/core/mapped_file.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/io/gguf_dequant.h"
 #include "mo/io/gguf_writer.h"
-#include "mo/quant/gguf_blocks.h"
+#include "mo/formats/gguf_blocks.h"
 
 #ifndef MO_SHARED_DATA
 #error "MO_SHARED_DATA must be defined by the build as the path of the shared data folder"
@@ -70,23 +70,23 @@ TEST(GgufBlocks, LayoutsMatchGgmlTypeSizes) {
   const struct {
     GgmlType type;
     std::size_t size;
-  } cases[] = {{GgmlType::Q4_0, sizeof(BlockQ4_0)}, {GgmlType::Q4_1, sizeof(BlockQ4_1)},
-               {GgmlType::Q5_0, sizeof(BlockQ5_0)}, {GgmlType::Q5_1, sizeof(BlockQ5_1)},
-               {GgmlType::Q8_0, sizeof(BlockQ8_0)}, {GgmlType::Q2_K, sizeof(BlockQ2_K)},
-               {GgmlType::Q3_K, sizeof(BlockQ3_K)}, {GgmlType::Q4_K, sizeof(BlockQ4_K)},
-               {GgmlType::Q5_K, sizeof(BlockQ5_K)}, {GgmlType::Q6_K, sizeof(BlockQ6_K)}};
+  } cases[] = {{GgmlType::Q4_0, sizeof(formats::BlockQ4_0)}, {GgmlType::Q4_1, sizeof(formats::BlockQ4_1)},
+               {GgmlType::Q5_0, sizeof(formats::BlockQ5_0)}, {GgmlType::Q5_1, sizeof(formats::BlockQ5_1)},
+               {GgmlType::Q8_0, sizeof(formats::BlockQ8_0)}, {GgmlType::Q2_K, sizeof(formats::BlockQ2_K)},
+               {GgmlType::Q3_K, sizeof(formats::BlockQ3_K)}, {GgmlType::Q4_K, sizeof(formats::BlockQ4_K)},
+               {GgmlType::Q5_K, sizeof(formats::BlockQ5_K)}, {GgmlType::Q6_K, sizeof(formats::BlockQ6_K)}};
   for (const auto& c : cases)
     EXPECT_EQ(mo::ggml_type_info(c.type)->type_size, c.size) << mo::ggml_type_info(c.type)->name;
   // Field positions that the on-disk format fixes (ggml-common.h).
-  EXPECT_EQ(offsetof(BlockQ2_K, d), 80u);
-  EXPECT_EQ(offsetof(BlockQ3_K, d), 108u);
-  EXPECT_EQ(offsetof(BlockQ5_K, qs), 48u);
-  EXPECT_EQ(offsetof(BlockQ6_K, scales), 192u);
-  EXPECT_EQ(offsetof(BlockQ6_K, d), 208u);
+  EXPECT_EQ(offsetof(formats::BlockQ2_K, d), 80u);
+  EXPECT_EQ(offsetof(formats::BlockQ3_K, d), 108u);
+  EXPECT_EQ(offsetof(formats::BlockQ5_K, qs), 48u);
+  EXPECT_EQ(offsetof(formats::BlockQ6_K, scales), 192u);
+  EXPECT_EQ(offsetof(formats::BlockQ6_K, d), 208u);
 }
 
 TEST(GgufDequant, Q4_0) {
-  BlockQ4_0 b{};
+  formats::BlockQ4_0 b{};
   b.d = mo::f32_to_f16(0.5f);
   for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
   const auto y = dequant(GgmlType::Q4_0, b);
@@ -99,7 +99,7 @@ TEST(GgufDequant, Q4_0) {
 }
 
 TEST(GgufDequant, Q4_1) {
-  BlockQ4_1 b{};
+  formats::BlockQ4_1 b{};
   b.d = mo::f32_to_f16(0.25f);
   b.m = mo::f32_to_f16(-1.0f);
   for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
@@ -112,7 +112,7 @@ TEST(GgufDequant, Q4_1) {
 }
 
 TEST(GgufDequant, Q5_0) {
-  BlockQ5_0 b{};
+  formats::BlockQ5_0 b{};
   b.d = mo::f32_to_f16(1.0f);
   const std::uint32_t qh = 0xAAAAAAAAu;  // fifth bit set for every odd weight
   std::memcpy(b.qh, &qh, 4);
@@ -128,7 +128,7 @@ TEST(GgufDequant, Q5_0) {
 }
 
 TEST(GgufDequant, Q5_1) {
-  BlockQ5_1 b{};
+  formats::BlockQ5_1 b{};
   b.d = mo::f32_to_f16(0.5f);
   b.m = mo::f32_to_f16(2.0f);
   const std::uint32_t qh = 0xFFFF0000u;  // fifth bit set for weights 16..31
@@ -139,7 +139,7 @@ TEST(GgufDequant, Q5_1) {
 }
 
 TEST(GgufDequant, Q8_0) {
-  BlockQ8_0 b{};
+  formats::BlockQ8_0 b{};
   b.d = mo::f32_to_f16(0.125f);
   for (int j = 0; j < 32; ++j) b.qs[j] = static_cast<std::int8_t>(j * 8 - 128);
   const auto y = dequant(GgmlType::Q8_0, b);
@@ -149,14 +149,14 @@ TEST(GgufDequant, Q8_0) {
 // The k-quant references below compute each weight from its index, straight from the layout comments
 // in gguf_blocks.h (and docs/formats.md), rather than walking the blocks as the implementation does.
 
-float ref_q2_k(const BlockQ2_K& b, int i) {
+float ref_q2_k(const formats::BlockQ2_K& b, int i) {
   const int half = i / 128, k = (i % 128) / 32, l = i % 32;
   const int q = (b.qs[32 * half + l] >> (2 * k)) & 3;
   const int sc = b.scales[i / 16];
   return mo::f16_to_f32(b.d) * (sc & 0xF) * q - mo::f16_to_f32(b.dmin) * (sc >> 4);
 }
 
-float ref_q3_k(const BlockQ3_K& b, int i) {
+float ref_q3_k(const formats::BlockQ3_K& b, int i) {
   const int half = i / 128, k = (i % 128) / 32, l = i % 32, s = i / 16;
   const int low = (b.qs[32 * half + l] >> (2 * k)) & 3;
   const bool high = (b.hmask[l] >> (4 * half + k)) & 1;
@@ -177,7 +177,7 @@ void ref_scale_min(const std::uint8_t* s, int j, int& sc, int& m) {
   }
 }
 
-float ref_q4_k(const BlockQ4_K& b, int i) {
+float ref_q4_k(const formats::BlockQ4_K& b, int i) {
   const int chunk = i / 64, w = i % 64;
   const int q = w < 32 ? b.qs[32 * chunk + w] & 0xF : b.qs[32 * chunk + w - 32] >> 4;
   int sc, m;
@@ -185,7 +185,7 @@ float ref_q4_k(const BlockQ4_K& b, int i) {
   return mo::f16_to_f32(b.d) * sc * q - mo::f16_to_f32(b.dmin) * m;
 }
 
-float ref_q5_k(const BlockQ5_K& b, int i) {
+float ref_q5_k(const formats::BlockQ5_K& b, int i) {
   const int chunk = i / 64, w = i % 64;
   const int low = w < 32 ? b.qs[32 * chunk + w] & 0xF : b.qs[32 * chunk + w - 32] >> 4;
   const int high = (b.qh[w % 32] >> (2 * chunk + (w >= 32 ? 1 : 0))) & 1;
@@ -194,7 +194,7 @@ float ref_q5_k(const BlockQ5_K& b, int i) {
   return mo::f16_to_f32(b.d) * sc * (low + 16 * high) - mo::f16_to_f32(b.dmin) * m;
 }
 
-float ref_q6_k(const BlockQ6_K& b, int i) {
+float ref_q6_k(const formats::BlockQ6_K& b, int i) {
   const int half = i / 128, g = (i % 128) / 32, l = i % 32;
   const std::uint8_t lb = b.ql[64 * half + l + (g % 2) * 32];
   const int low = g < 2 ? lb & 0xF : lb >> 4;
@@ -205,11 +205,11 @@ float ref_q6_k(const BlockQ6_K& b, int i) {
 template <typename Block, typename Ref>
 void expect_matches_reference(GgmlType type, const Block& b, Ref ref) {
   const auto y = dequant(type, b);
-  for (int i = 0; i < QK_K; ++i) ASSERT_EQ(y[i], ref(b, i)) << mo::ggml_type_info(type)->name << " weight " << i;
+  for (int i = 0; i < formats::QK_K; ++i) ASSERT_EQ(y[i], ref(b, i)) << mo::ggml_type_info(type)->name << " weight " << i;
 }
 
 TEST(GgufDequant, Q2_K) {
-  BlockQ2_K b{};
+  formats::BlockQ2_K b{};
   b.d = mo::f32_to_f16(0.5f);
   b.dmin = mo::f32_to_f16(1.0f);
   b.scales[0] = 0x23;  // scale 3, min 2
@@ -225,7 +225,7 @@ TEST(GgufDequant, Q2_K) {
 }
 
 TEST(GgufDequant, Q3_K) {
-  BlockQ3_K b{};
+  formats::BlockQ3_K b{};
   b.d = mo::f32_to_f16(1.0f);
   b.scales[0] = 0x05;  // sub-block 0: low 4 bits 5
   b.scales[8] = 0x02;  // ... high 2 bits 2 -> 37 - 32 = 5
@@ -242,7 +242,7 @@ TEST(GgufDequant, Q3_K) {
 }
 
 TEST(GgufDequant, Q4_K) {
-  BlockQ4_K b{};
+  formats::BlockQ4_K b{};
   b.d = mo::f32_to_f16(1.0f);
   b.dmin = mo::f32_to_f16(0.5f);
   b.scales[0] = 2 | (1 << 6);  // sc0 = 2; high bits of sc4 = 1
@@ -262,7 +262,7 @@ TEST(GgufDequant, Q4_K) {
 }
 
 TEST(GgufDequant, Q5_K) {
-  BlockQ5_K b{};
+  formats::BlockQ5_K b{};
   b.d = mo::f32_to_f16(1.0f);
   b.scales[0] = 1;
   b.scales[1] = 2;
@@ -279,7 +279,7 @@ TEST(GgufDequant, Q5_K) {
 }
 
 TEST(GgufDequant, Q6_K) {
-  BlockQ6_K b{};
+  formats::BlockQ6_K b{};
   b.d = mo::f32_to_f16(0.5f);
   b.scales[0] = -3;
   b.scales[4] = 2;
@@ -319,7 +319,7 @@ TEST(GgufDequant, FloatTypes) {
 }
 
 TEST(GgufDequant, ReadsUnalignedBlocksAndManyBlocks) {
-  std::vector<BlockQ4_K> blocks(3);
+  std::vector<formats::BlockQ4_K> blocks(3);
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     blocks[i].d = mo::f32_to_f16(0.25f * (i + 1));
     blocks[i].dmin = mo::f32_to_f16(0.125f);
@@ -327,12 +327,12 @@ TEST(GgufDequant, ReadsUnalignedBlocksAndManyBlocks) {
     fill(blocks[i].qs, 30 + i);
   }
   // One byte in: a file with general.alignment = 1 can put a tensor at any address.
-  std::vector<std::uint8_t> buf(1 + sizeof(BlockQ4_K) * blocks.size());
-  std::memcpy(buf.data() + 1, blocks.data(), sizeof(BlockQ4_K) * blocks.size());
-  std::vector<float> y(3 * QK_K);
-  mo::gguf::dequantize_row(id(GgmlType::Q4_K), buf.data() + 1, y.data(), 3 * QK_K);
+  std::vector<std::uint8_t> buf(1 + sizeof(formats::BlockQ4_K) * blocks.size());
+  std::memcpy(buf.data() + 1, blocks.data(), sizeof(formats::BlockQ4_K) * blocks.size());
+  std::vector<float> y(3 * formats::QK_K);
+  mo::gguf::dequantize_row(id(GgmlType::Q4_K), buf.data() + 1, y.data(), 3 * formats::QK_K);
   for (std::size_t b = 0; b < blocks.size(); ++b) {
-    for (int i = 0; i < QK_K; ++i) ASSERT_EQ(y[b * QK_K + i], ref_q4_k(blocks[b], i)) << b << " " << i;
+    for (int i = 0; i < formats::QK_K; ++i) ASSERT_EQ(y[b * formats::QK_K + i], ref_q4_k(blocks[b], i)) << b << " " << i;
   }
 }
 
@@ -355,7 +355,7 @@ TEST(GgufDequant, RejectsOtherTypesAndPartialBlocks) {
 }
 
 TEST(GgufDequant, DequantizesTensorsOfAFile) {
-  BlockQ8_0 q8[2]{};
+  formats::BlockQ8_0 q8[2]{};
   for (int b = 0; b < 2; ++b) {
     q8[b].d = mo::f32_to_f16(b == 0 ? 1.0f : -0.5f);
     for (int j = 0; j < 32; ++j) q8[b].qs[j] = static_cast<std::int8_t>(j - 16);

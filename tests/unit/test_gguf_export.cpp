@@ -12,13 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mo/budget/formats.h"
-#include "mo/budget/presets.h"
+#include "mo/model/gguf_tensor_type.h"
+#include "mo/formats/gguf_file_types.h"
+#include "mo/model/model_presets.h"
 #include "mo/convert/convert.h"
 #include "mo/core/error.h"
 #include "mo/core/thread_pool.h"
 #include "mo/engine/generator.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/model/model_files.h"
 #include "mo/quant/imatrix.h"
@@ -27,23 +28,25 @@
 #include "quant_test_support.h"
 
 namespace fs = std::filesystem;
-using mo::config::QuantizeConfig;
+using mo::quant::QuantizeOptions;
 
 namespace {
 
 using namespace quant_test;
 
-QuantizeConfig config(const std::string& type, const fs::path& out, const std::string& imatrix, const std::string& calib = "") {
-  QuantizeConfig c;
+// `imatrix` as --imatrix takes it: auto, none or a file.
+QuantizeOptions config(const std::string& type, const fs::path& out, const std::string& imatrix, const std::string& calib = "") {
+  using mo::quant::ImatrixSource;
+  QuantizeOptions c;
   c.model_path = kStories;
   c.output_path = out.string();
-  c.quant_method = "gguf";
+  c.method = mo::quant::Method::gguf;
   c.gguf_type = type;
-  c.imatrix = imatrix;
+  c.imatrix = imatrix == "auto" ? ImatrixSource::automatic : imatrix == "none" ? ImatrixSource::none : ImatrixSource::file;
+  if (c.imatrix == ImatrixSource::file) c.imatrix_file = imatrix;
   c.calibration_data = calib;
   c.num_samples = 8;
   c.max_seq_len = 64;
-  c.eval = false;
   return c;
 }
 
@@ -74,12 +77,12 @@ TEST(GgufExport, EveryFileTypeWritesAFileOurEngineLoadsAndGeneratesFrom) {
   // agree fully; at 64-wide rows every block type falls back to q4_0..q8_0, which keep most.
   const std::map<std::string, int> min_agree = {{"f16", 20}, {"bf16", 20},  {"q8_0", 20},  {"q6_k", 10}, {"q5_k_m", 10}, {"q5_k_s", 10},
                                                 {"q4_k_m", 10}, {"q4_k_s", 10}, {"q4_0", 10}, {"q3_k_m", 5}, {"q2_k", 5}};
-  ASSERT_EQ(min_agree.size(), mo::budget::gguf_file_type_names().size());
-  for (const auto& type : mo::budget::gguf_file_type_names()) {
+  ASSERT_EQ(min_agree.size(), mo::formats::gguf_file_type_names().size());
+  for (const auto& type : mo::formats::gguf_file_type_names()) {
     const fs::path out = t.path / (type + ".gguf");
     mo::quant::QuantizeReport r = mo::quant::quantize_model(config(type, out, "auto", calib));
     const mo::gguf::File f = mo::gguf::read_metadata(out.string());
-    EXPECT_EQ(f.get_int("general.file_type"), mo::budget::gguf_file_type_id(type)) << type;
+    EXPECT_EQ(f.get_int("general.file_type"), mo::formats::gguf_file_type_id(type)) << type;
     EXPECT_EQ(f.get_string("model-optimizer.gguf_type"), type);
     EXPECT_EQ(f.get_string("model-optimizer.source"), fs::absolute(kStories).string());
     EXPECT_EQ(f.get_string("general.architecture"), "llama");
@@ -132,7 +135,7 @@ TEST(GgufExport, AnHfDirectoryGivesTheSameTensorsAsTheGgufItCameFrom) {
   mo::convert::convert_model(kStories, (t.path / "hf").string(), co);
   const fs::path from_gguf = t.path / "a.gguf", from_hf = t.path / "b.gguf";
   mo::quant::quantize_model(config("q4_k_m", from_gguf, "none"));
-  QuantizeConfig c = config("q4_k_m", from_hf, "none");
+  QuantizeOptions c = config("q4_k_m", from_hf, "none");
   c.model_path = (t.path / "hf").string();
   mo::quant::quantize_model(c);
   const mo::gguf::File a = mo::gguf::read_metadata(from_gguf.string()), b = mo::gguf::read_metadata(from_hf.string());
@@ -153,7 +156,7 @@ TEST(GgufExport, SkipLayersKeepF16AndRefusesExistingOutputs) {
   if (!fs::exists(kStories)) GTEST_SKIP() << kStories << " not found";
   TempDir t("mo-gguf-export-test-");
   const fs::path out = t.path / "skip.gguf";
-  QuantizeConfig c = config("q8_0", out, "none");
+  QuantizeOptions c = config("q8_0", out, "none");
   c.skip_layers = {"model.layers.4.*", "lm_head"};
   mo::quant::QuantizeReport r = mo::quant::quantize_model(c);
   const mo::gguf::File f = mo::gguf::read_metadata(out.string());
@@ -277,10 +280,10 @@ TEST(GgufExport, ImatrixFromOurEngineRoundTripsThroughTheGgufAndLegacyForms) {
 }
 
 TEST(GgufMix, EveryFileTypeFollowsLlamaCppsRulesOnLlama2_7b) {
-  auto s = mo::budget::load_model_shape("llama-2-7b");  // 32 layers, no GQA
+  auto s = mo::model::load_model_shape("llama-2-7b");  // 32 layers, no GQA
   auto type = [&](const std::string& format, const std::string& name, bool imatrix = false) {
     for (const auto& t : s.tensors)
-      if (t.name == name) return std::string(mo::ggml_type_info(mo::budget::gguf_tensor_type(format, t, s.hp, imatrix))->name);
+      if (t.name == name) return std::string(mo::ggml_type_info(mo::model::gguf_tensor_type(format, t, s.hp, imatrix))->name);
     return std::string("no tensor");
   };
   EXPECT_EQ(type("f16", "blk.0.attn_q.weight"), "f16");
@@ -309,7 +312,7 @@ TEST(GgufMix, EveryFileTypeFollowsLlamaCppsRulesOnLlama2_7b) {
   // Whole-file sizes against TheBloke's published llama-2-7b GGUFs (GB, tensor data within ~1 MB).
   auto gb = [&](const std::string& format) {
     std::uint64_t bytes = 0;
-    for (const auto& t : s.tensors) bytes += mo::ggml_row_bytes(mo::budget::gguf_tensor_type(format, t, s.hp), t.cols) * t.rows;
+    for (const auto& t : s.tensors) bytes += mo::ggml_row_bytes(mo::model::gguf_tensor_type(format, t, s.hp), t.cols) * t.rows;
     return bytes / 1e9;
   };
   EXPECT_NEAR(gb("q3_k_m"), 3.30, 0.01);

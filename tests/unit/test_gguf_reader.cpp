@@ -11,7 +11,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/mapped_file.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/io/json_file.h"
 

@@ -12,7 +12,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/half.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/io/gguf_writer.h"
 

@@ -27,7 +27,7 @@
 #include "mo/engine/weights.h"
 #include "mo/io/safetensors.h"
 #include "mo/model/model_files.h"
-#include "mo/quant/pack.h"
+#include "mo/formats/pack.h"
 
 namespace {
 
@@ -131,8 +131,8 @@ struct Scheme {
   bool whole_blocks = true;  // act-order groups of whole blocks of 32 (else the F32 fallback)
 };
 
-mo::quant::QuantizedLinear random_linear(std::int64_t rows, std::int64_t cols, const Scheme& s, std::mt19937& rng) {
-  mo::quant::QuantizedLinear q;
+formats::QuantizedLinear random_linear(std::int64_t rows, std::int64_t cols, const Scheme& s, std::mt19937& rng) {
+  formats::QuantizedLinear q;
   q.rows = rows, q.cols = cols;
   q.scheme = {4, s.group, false};
   const std::int64_t G = s.group == -1 ? cols : s.group, ng = cols / G;
@@ -154,7 +154,7 @@ mo::quant::QuantizedLinear random_linear(std::int64_t rows, std::int64_t cols, c
 }
 
 struct Checkpoint {
-  std::map<std::string, mo::quant::QuantizedLinear> linears;  // by GGUF base name
+  std::map<std::string, formats::QuantizedLinear> linears;  // by GGUF base name
 };
 
 template <class T>
@@ -191,12 +191,12 @@ Checkpoint write_checkpoint(const fs::path& dir, const Scheme& s) {
     const std::string m = "model.layers.0." + hf;
     auto q = random_linear(rows, cols, s, rng);
     if (s.method == "awq") {
-      auto p = mo::quant::pack_awq(q);
+      auto p = formats::pack_awq(q);
       t.push_back(td(m + ".qweight", mo::st::Dtype::I32, {cols, rows / 8}, ints.emplace_back(std::move(p.qweight))));
       t.push_back(td(m + ".qzeros", mo::st::Dtype::I32, {p.in / p.group_size, rows / 8}, ints.emplace_back(std::move(p.qzeros))));
       t.push_back(td(m + ".scales", mo::st::Dtype::F16, {p.in / p.group_size, rows}, halves.emplace_back(std::move(p.scales))));
     } else {
-      auto p = mo::quant::pack_gptq(q, !s.v2);
+      auto p = formats::pack_gptq(q, !s.v2);
       t.push_back(td(m + ".qweight", mo::st::Dtype::I32, {cols / 8, rows}, ints.emplace_back(std::move(p.qweight))));
       t.push_back(td(m + ".qzeros", mo::st::Dtype::I32, {p.groups, rows / 8}, ints.emplace_back(std::move(p.qzeros))));
       t.push_back(td(m + ".scales", mo::st::Dtype::F16, {p.groups, rows}, halves.emplace_back(std::move(p.scales))));

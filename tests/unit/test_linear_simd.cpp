@@ -17,9 +17,9 @@
 #include "mo/core/thread_pool.h"
 #include "mo/engine/engine.h"
 #include "mo/engine/ops/linear.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
-#include "mo/quant/gguf_blocks.h"
+#include "mo/formats/gguf_blocks.h"
 
 namespace {
 
@@ -55,31 +55,31 @@ std::vector<std::uint8_t> random_row(GgmlType type, std::int64_t cols, std::mt19
         std::memcpy(blk, &h, 2);
         break;
       }
-      case GgmlType::Q4_0: put_f16(blk + offsetof(BlockQ4_0, d), scale(rng)); break;
+      case GgmlType::Q4_0: put_f16(blk + offsetof(formats::BlockQ4_0, d), scale(rng)); break;
       case GgmlType::Q4_1:
-        put_f16(blk + offsetof(BlockQ4_1, d), scale(rng));
-        put_f16(blk + offsetof(BlockQ4_1, m), -8 * scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ4_1, d), scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ4_1, m), -8 * scale(rng));
         break;
-      case GgmlType::Q5_0: put_f16(blk + offsetof(BlockQ5_0, d), scale(rng)); break;
+      case GgmlType::Q5_0: put_f16(blk + offsetof(formats::BlockQ5_0, d), scale(rng)); break;
       case GgmlType::Q5_1:
-        put_f16(blk + offsetof(BlockQ5_1, d), scale(rng));
-        put_f16(blk + offsetof(BlockQ5_1, m), -16 * scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ5_1, d), scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ5_1, m), -16 * scale(rng));
         break;
-      case GgmlType::Q8_0: put_f16(blk + offsetof(BlockQ8_0, d), scale(rng)); break;
+      case GgmlType::Q8_0: put_f16(blk + offsetof(formats::BlockQ8_0, d), scale(rng)); break;
       case GgmlType::Q2_K:
-        put_f16(blk + offsetof(BlockQ2_K, d), scale(rng));
-        put_f16(blk + offsetof(BlockQ2_K, dmin), scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ2_K, d), scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ2_K, dmin), scale(rng));
         break;
-      case GgmlType::Q3_K: put_f16(blk + offsetof(BlockQ3_K, d), scale(rng)); break;
+      case GgmlType::Q3_K: put_f16(blk + offsetof(formats::BlockQ3_K, d), scale(rng)); break;
       case GgmlType::Q4_K:
-        put_f16(blk + offsetof(BlockQ4_K, d), scale(rng));
-        put_f16(blk + offsetof(BlockQ4_K, dmin), scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ4_K, d), scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ4_K, dmin), scale(rng));
         break;
       case GgmlType::Q5_K:
-        put_f16(blk + offsetof(BlockQ5_K, d), scale(rng));
-        put_f16(blk + offsetof(BlockQ5_K, dmin), scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ5_K, d), scale(rng));
+        put_f16(blk + offsetof(formats::BlockQ5_K, dmin), scale(rng));
         break;
-      case GgmlType::Q6_K: put_f16(blk + offsetof(BlockQ6_K, d), scale(rng)); break;
+      case GgmlType::Q6_K: put_f16(blk + offsetof(formats::BlockQ6_K, d), scale(rng)); break;
       default: ADD_FAILURE() << "no generator for type " << static_cast<int>(type);
     }
   }

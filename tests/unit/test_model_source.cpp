@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "mo/budget/presets.h"
+#include "mo/model/model_presets.h"
 #include "mo/core/error.h"
 #include "mo/model/model_source.h"
 
@@ -22,7 +22,7 @@ json llama2_7b_config() {
 
 TEST(HfConfig, LlamaConfigGivesThePresetShape) {
   auto s = mo::model::shape_from_hf_config(llama2_7b_config(), "config.json");
-  auto p = mo::budget::load_model_shape("llama-2-7b");
+  auto p = mo::model::load_model_shape("llama-2-7b");
   EXPECT_EQ(s.n_params(), p.n_params());
   EXPECT_EQ(s.n_params(), 6738415616u);  // Llama-2-7b-hf's parameter count
   EXPECT_EQ(s.hp.head_dim, 128);
@@ -85,7 +85,7 @@ TEST(HfConfig, MissingOrWrongTypedKeyIsNamed) {
 TEST(GgufShape, Stories260KHasItsPublishedShape) {
   std::string path = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
   if (!std::ifstream(path)) GTEST_SKIP() << path << " not found";
-  auto s = mo::budget::load_model_shape(path);
+  auto s = mo::model::load_model_shape(path);
   EXPECT_EQ(s.hp.hidden_size, 64);
   EXPECT_EQ(s.hp.num_layers, 5);
   EXPECT_EQ(s.hp.num_heads, 8);
@@ -133,7 +133,7 @@ TEST(HfConfig, LinearRopeScalingAndUnsupportedKinds) {
 TEST(GgufShape, Stories260KNormAndRopeSettings) {
   std::string path = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
   if (!std::ifstream(path)) GTEST_SKIP() << path << " not found";
-  auto s = mo::budget::load_model_shape(path);
+  auto s = mo::model::load_model_shape(path);
   EXPECT_FLOAT_EQ(static_cast<float>(s.hp.rms_norm_eps), 1e-5f);  // stored as f32
   EXPECT_DOUBLE_EQ(s.hp.rope_theta, 10000.0);                      // no rope.freq_base key: llama.cpp's default
   EXPECT_EQ(s.hp.rope_scaling.type, "none");

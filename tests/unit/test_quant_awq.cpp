@@ -94,7 +94,7 @@ struct Fixture {
 
 // The layer function with every linear RTN-quantized: q and k outputs, the attention path v -> o (identity
 // attention) and the MLP, each as its relative error against the float layer, squared and summed.
-double rtn_layer_error(const Fixture& ref, const LayerF32& layer, const QuantScheme& s) {
+double rtn_layer_error(const Fixture& ref, const LayerF32& layer, const formats::QuantScheme& s) {
   LayerF32 q = layer;
   for (LinearId id : kAllLinears) q.weight(id) = quantize_rtn(layer.weight(id).data(), layer.rows(id), layer.cols(id), s).dequantize();
   const LayerF32& f = ref.layer;
@@ -113,8 +113,8 @@ double rtn_layer_error(const Fixture& ref, const LayerF32& layer, const QuantSch
   return total;
 }
 
-QuantScheme scheme4() {
-  QuantScheme s;
+formats::QuantScheme scheme4() {
+  formats::QuantScheme s;
   s.bits = 4;
   s.group_size = 32;
   return s;

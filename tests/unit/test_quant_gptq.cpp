@@ -63,8 +63,8 @@ HessianAccumulator hessian_of(const std::vector<float>& x) {
   return h;
 }
 
-QuantScheme scheme(int group, bool sym = false) {
-  QuantScheme s;
+formats::QuantScheme scheme(int group, bool sym = false) {
+  formats::QuantScheme s;
   s.bits = 4;
   s.group_size = group;
   s.sym = sym;
@@ -93,7 +93,7 @@ TEST(QuantGptq, HessianIsRunningMeanOfTwoOverNTimesXtX) {
 TEST(QuantGptq, LowerOutputErrorThanRtn) {
   const std::vector<float> x = correlated_inputs(2), w = random_weight(3);
   const HessianAccumulator h = hessian_of(x);
-  for (const QuantScheme& s : {scheme(32), scheme(32, true), scheme(-1)}) {
+  for (const formats::QuantScheme& s : {scheme(32), scheme(32, true), scheme(-1)}) {
     const GptqResult g = gptq_quantize(w.data(), kRows, kCols, h, s, GptqOptions{});
     const double rtn = output_error(x, w, quantize_rtn(w.data(), kRows, kCols, s).dequantize());
     const double gptq = output_error(x, w, g.q.dequantize());
@@ -116,7 +116,7 @@ TEST(QuantGptq, ActOrderWithStaticGroupsKeepsGroupIndexAndScales) {
   for (std::int64_t c = 0; c < kCols; ++c) EXPECT_EQ(g.q.g_idx[c], c / 32);
   EXPECT_TRUE(g.q.contiguous_groups());
   // Static groups take their parameters from the unpermuted weight up front: exactly RTN's.
-  const QuantizedLinear rtn = quantize_rtn(w.data(), kRows, kCols, scheme(32));
+  const formats::QuantizedLinear rtn = quantize_rtn(w.data(), kRows, kCols, scheme(32));
   EXPECT_EQ(g.q.scales, rtn.scales);
   EXPECT_EQ(g.q.zeros, rtn.zeros);
   EXPECT_LT(output_error(x, w, g.q.dequantize()), 0.7 * output_error(x, w, rtn.dequantize()));

@@ -12,22 +12,22 @@ using namespace mo::quant;
 
 namespace {
 
-QuantScheme scheme(int bits, int group, bool sym) {
-  QuantScheme s;
+formats::QuantScheme scheme(int bits, int group, bool sym) {
+  formats::QuantScheme s;
   s.bits = bits;
   s.group_size = group;
   s.sym = sym;
   return s;
 }
 
-std::vector<int> codes(const QuantizedLinear& q) { return {q.q.begin(), q.q.end()}; }
+std::vector<int> codes(const formats::QuantizedLinear& q) { return {q.q.begin(), q.q.end()}; }
 
 }  // namespace
 
 TEST(QuantRtn, Asym4BitGroupTakesRangeThroughZero) {
   // range [-1, 2]: scale = 3/15 = 0.2 -> f16 0.199951..., zero = round(1 / 0.19995) = 5
   const std::vector<float> w = {-1.0f, 0.5f, 2.0f, 0.25f};
-  const QuantizedLinear q = quantize_rtn(w.data(), 1, 4, scheme(4, 4, false));
+  const formats::QuantizedLinear q = quantize_rtn(w.data(), 1, 4, scheme(4, 4, false));
   EXPECT_EQ(q.scales[0], f32_to_f16(0.2f));
   EXPECT_FLOAT_EQ(f16_to_f32(q.scales[0]), 0.199951171875f);
   EXPECT_EQ(q.zeros[0], 5);
@@ -37,7 +37,7 @@ TEST(QuantRtn, Asym4BitGroupTakesRangeThroughZero) {
 TEST(QuantRtn, Asym8BitAllPositiveGroupKeepsZeroAtCodeZero) {
   // min(w, 0) = 0: scale = 2.55/255 = 0.01 -> f16 0.0099945, zero 0
   const std::vector<float> w = {0.5f, 1.0f, 2.55f, 0.3f};
-  const QuantizedLinear q = quantize_rtn(w.data(), 1, 4, scheme(8, -1, false));
+  const formats::QuantizedLinear q = quantize_rtn(w.data(), 1, 4, scheme(8, -1, false));
   EXPECT_EQ(q.scales[0], f32_to_f16(0.01f));
   EXPECT_EQ(q.zeros[0], 0);
   EXPECT_EQ(codes(q), (std::vector<int>{50, 100, 255, 30}));
@@ -46,14 +46,14 @@ TEST(QuantRtn, Asym8BitAllPositiveGroupKeepsZeroAtCodeZero) {
 TEST(QuantRtn, SymUsesAbsmaxAndRoundsHalfToEven) {
   // 4-bit: absmax 7.5 -> scale 2*7.5/15 = 1 exactly, zero 8; -7.5 -> -8 and 1.5 -> 2 (half to even)
   const std::vector<float> w4 = {-7.5f, 3.2f, 0.0f, 1.5f};
-  const QuantizedLinear q4 = quantize_rtn(w4.data(), 1, 4, scheme(4, 4, true));
+  const formats::QuantizedLinear q4 = quantize_rtn(w4.data(), 1, 4, scheme(4, 4, true));
   EXPECT_FLOAT_EQ(f16_to_f32(q4.scales[0]), 1.0f);
   EXPECT_EQ(q4.zeros[0], 8);
   EXPECT_EQ(codes(q4), (std::vector<int>{0, 11, 8, 10}));
 
   // 8-bit: absmax 127.5 -> scale 1, zero 128; +127.5 -> 128 + 128 clamps to 255
   const std::vector<float> w8 = {127.5f, -127.5f, 0.49f, -3.5f};
-  const QuantizedLinear q8 = quantize_rtn(w8.data(), 1, 4, scheme(8, 4, true));
+  const formats::QuantizedLinear q8 = quantize_rtn(w8.data(), 1, 4, scheme(8, 4, true));
   EXPECT_FLOAT_EQ(f16_to_f32(q8.scales[0]), 1.0f);
   EXPECT_EQ(q8.zeros[0], 128);
   EXPECT_EQ(codes(q8), (std::vector<int>{255, 0, 128, 124}));
@@ -62,7 +62,7 @@ TEST(QuantRtn, SymUsesAbsmaxAndRoundsHalfToEven) {
 TEST(QuantRtn, AllZeroGroupDequantizesToZero) {
   const std::vector<float> w(8, 0.0f);
   for (bool sym : {false, true}) {
-    const QuantizedLinear q = quantize_rtn(w.data(), 1, 8, scheme(4, 8, sym));
+    const formats::QuantizedLinear q = quantize_rtn(w.data(), 1, 8, scheme(4, 8, sym));
     EXPECT_EQ(q.scales[0], f32_to_f16(2.0f / 15.0f)) << "range [-1, 1]";
     for (float v : q.dequantize()) EXPECT_EQ(v, 0.0f);
   }
@@ -71,7 +71,7 @@ TEST(QuantRtn, AllZeroGroupDequantizesToZero) {
 TEST(QuantRtn, PerChannelGroupCoversWholeRow) {
   const std::vector<float> w = {1.0f, -2.0f, 3.0f, 0.5f, -1.5f,   // row 0: range [-2, 3]
                                 0.1f, 0.2f, 0.3f, 0.4f, 0.5f};    // row 1: range [0, 0.5]
-  const QuantizedLinear q = quantize_rtn(w.data(), 2, 5, scheme(4, -1, false));
+  const formats::QuantizedLinear q = quantize_rtn(w.data(), 2, 5, scheme(4, -1, false));
   EXPECT_EQ(q.n_groups(), 1);
   EXPECT_EQ(q.g_idx, (std::vector<std::int32_t>(5, 0)));
   EXPECT_EQ(q.scales[0], f32_to_f16(5.0f / 15.0f));
@@ -84,7 +84,7 @@ TEST(QuantRtn, PerChannelGroupCoversWholeRow) {
 TEST(QuantRtn, LastPartialGroupUsesOnlyItsColumns) {
   // 10 columns, group 4: groups [0,4), [4,8), [8,10). The big values in group 1 must not leak into group 2.
   const std::vector<float> w = {0.1f, 0.2f, 0.3f, 0.4f, 100.0f, -100.0f, 5.0f, 6.0f, -0.75f, 0.75f};
-  const QuantizedLinear q = quantize_rtn(w.data(), 1, 10, scheme(4, 4, false));
+  const formats::QuantizedLinear q = quantize_rtn(w.data(), 1, 10, scheme(4, 4, false));
   ASSERT_EQ(q.n_groups(), 3);
   EXPECT_EQ(q.g_idx, (std::vector<std::int32_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2}));
   EXPECT_EQ(q.scales[2], f32_to_f16(1.5f / 15.0f));  // range [-0.75, 0.75]
@@ -101,7 +101,7 @@ TEST(QuantRtn, DequantizedErrorWithinHalfScale) {
   for (float& v : w) v = nd(rng);
   for (int bits : {4, 8}) {
     for (bool sym : {false, true}) {
-      const QuantizedLinear q = quantize_rtn(w.data(), rows, cols, scheme(bits, 64, sym));
+      const formats::QuantizedLinear q = quantize_rtn(w.data(), rows, cols, scheme(bits, 64, sym));
       const std::vector<float> dq = q.dequantize();
       for (std::int64_t r = 0; r < rows; ++r) {
         for (std::int64_t c = 0; c < cols; ++c) {

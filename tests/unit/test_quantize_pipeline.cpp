@@ -19,7 +19,8 @@
 #include "quant_test_support.h"
 
 namespace fs = std::filesystem;
-using mo::config::QuantizeConfig;
+using mo::quant::Method;
+using mo::quant::QuantizeOptions;
 
 namespace {
 
@@ -39,9 +40,10 @@ TEST(QuantizePipeline, EveryMethodWritesALoadableModelAndLogsThe172Fallbacks) {
   TempDir t;
   const std::string calib = write_calibration(t.path);
   const auto base = greedy(kStories, 20);
-  for (const std::string method : {"rtn", "gptq", "awq", "fp8"}) {
+  for (const Method m : {Method::rtn, Method::gptq, Method::awq, Method::fp8}) {
+    const std::string method = mo::quant::method_name(m);
     const fs::path out = t.path / method;
-    mo::quant::QuantizeReport r = mo::quant::quantize_model(stories_config(method, out, calib));
+    mo::quant::QuantizeReport r = mo::quant::quantize_model(stories_config(m, out, calib));
     for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "model-optimizer.json", "decisions.jsonl"})
       EXPECT_TRUE(fs::exists(out / f)) << method << ": " << f;
     const auto log = decisions(out);
@@ -69,8 +71,9 @@ TEST(QuantizePipeline, Int8CopiesGenerateTheSameFirst20GreedyTokens) {
   TempDir t;
   const std::string calib = write_calibration(t.path);
   const auto base = greedy(kStories, 20);
-  for (const std::string method : {"rtn", "gptq"}) {
-    QuantizeConfig c = stories_config(method, t.path / (method + "8"), calib);
+  for (const Method m : {Method::rtn, Method::gptq}) {
+    const std::string method = mo::quant::method_name(m);
+    QuantizeOptions c = stories_config(m, t.path / (method + "8"), calib);
     c.bits = 8;
     c.group_size = -1;
     mo::quant::quantize_model(c);
@@ -80,7 +83,7 @@ TEST(QuantizePipeline, Int8CopiesGenerateTheSameFirst20GreedyTokens) {
 
 TEST(QuantizePipeline, SkipLayersAndSensitivityFallbackAreLogged) {
   TempDir t;
-  QuantizeConfig c = stories_config("rtn", t.path / "out", write_calibration(t.path));
+  QuantizeOptions c = stories_config(Method::rtn, t.path / "out", write_calibration(t.path));
   c.skip_layers = {"model.layers.4.*"};
   c.sensitivity_threshold = 0.9999;  // every INT4 linear is below this: all fall back to INT8
   mo::quant::quantize_model(c);
@@ -99,7 +102,7 @@ TEST(QuantizePipeline, SkipLayersAndSensitivityFallbackAreLogged) {
 
 TEST(QuantizePipeline, RefusesExistingOrInputPathsBeforeAnyWork) {
   TempDir t;
-  QuantizeConfig c = stories_config("rtn", t.path, "general");
+  QuantizeOptions c = stories_config(Method::rtn, t.path, "general");
   try {
     mo::quant::quantize_model(c);
     FAIL() << "an existing output_path must be refused";
@@ -114,7 +117,7 @@ TEST(QuantizePipeline, AFailedRunLeavesNoOutput) {
   TempDir t;
   const fs::path bad = t.path / "bad.jsonl";
   std::ofstream(bad) << "{\"text\": \"fine\"}\nnot json\n";
-  QuantizeConfig c = stories_config("awq", t.path / "out", bad.string());
+  QuantizeOptions c = stories_config(Method::awq, t.path / "out", bad.string());
   EXPECT_THROW(mo::quant::quantize_model(c), mo::Error);
   EXPECT_FALSE(fs::exists(t.path / "out"));
   for (const auto& e : fs::directory_iterator(t.path)) EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
@@ -122,7 +125,7 @@ TEST(QuantizePipeline, AFailedRunLeavesNoOutput) {
 
 TEST(QuantizePipeline, OptionErrorsNameTheKey) {
   TempDir t;
-  QuantizeConfig c = stories_config("awq", t.path / "out", "general");
+  QuantizeOptions c = stories_config(Method::awq, t.path / "out", "general");
   c.bits = 8;
   try {
     mo::quant::quantize_model(c);

@@ -7,14 +7,14 @@
 #include <fstream>
 #include <set>
 
-#include "../../src/convert/output_path.h"
+#include "mo/io/output_path.h"
 #include "mo/convert/convert.h"
 #include "mo/core/error.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using mo::convert::StagedOutput;
+using mo::io::StagedOutput;
 
 const std::string kStories = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
 constexpr const char* kGonePid = "99999999";  // above any pid_max: no such process
@@ -39,7 +39,7 @@ void write(const fs::path& p, const std::string& text) {
 }
 
 void write_marker(const fs::path& dir, const std::string& pid) {
-  write(dir / mo::convert::kTempMarker, "model-optimizer temporary output\npid " + pid + "\ntoken 0123456789abcdef\n");
+  write(dir / mo::io::kTempMarker, "model-optimizer temporary output\npid " + pid + "\ntoken 0123456789abcdef\n");
 }
 
 TEST(StagedOutput, UserDirectoryNamedLikeATemporarySurvives) {
@@ -55,7 +55,7 @@ TEST(StagedOutput, OurStaleTemporaryIsRemoved) {
   const fs::path stale = t.path / (std::string("out.tmp-") + kGonePid);
   write_marker(stale, kGonePid);
   write(stale / "out" / "model.safetensors", "half written");
-  EXPECT_EQ(mo::convert::remove_stale_temps((t.path / "out").string()), 1);
+  EXPECT_EQ(mo::io::remove_stale_temps((t.path / "out").string()), 1);
   EXPECT_FALSE(fs::exists(stale));
 }
 
@@ -67,7 +67,7 @@ TEST(StagedOutput, MarkerOfAnotherPidOrASymlinkIsKept) {
   write_marker(target, kGonePid);
   write(target / "data.bin", "x");
   fs::create_directory_symlink(target, t.path / (std::string("out.tmp-") + kGonePid));
-  EXPECT_EQ(mo::convert::remove_stale_temps((t.path / "out").string()), 0);
+  EXPECT_EQ(mo::io::remove_stale_temps((t.path / "out").string()), 0);
   EXPECT_TRUE(fs::exists(other));
   EXPECT_TRUE(fs::exists(target / "data.bin"));
 }

@@ -32,15 +32,4 @@ struct WeightTotals {
 // own format). `group_size` applies to awq-int4 and gptq-int4.
 WeightTotals weight_totals(const model::ModelShape& shape, const std::string& format, std::int64_t group_size = 128);
 
-// The GGUF file types `quantize --quant_method gguf` writes (f16, bf16, q8_0, q6_k, q5_k_m, q5_k_s,
-// q4_k_m, q4_k_s, q4_0, q3_k_m, q2_k) and llama.cpp's LLAMA_FTYPE number of each (general.file_type).
-const std::vector<std::string>& gguf_file_type_names();
-std::uint32_t gguf_file_type_id(const std::string& format);
-
-// The ggml type llama.cpp's quantizer (llama_tensor_get_type) picks for `t` under GGUF file type
-// `format` (any of gguf_file_type_names()), including its mixing rules and the fallbacks for row
-// lengths not divisible by the block size. `has_imatrix` changes q4_0's first ffn_down layers (Q4_1).
-std::uint32_t gguf_tensor_type(const std::string& format, const model::WeightTensor& t, const model::Hparams& hp,
-                               bool has_imatrix = false);
-
 }  // namespace mo::budget

@@ -69,7 +69,7 @@ struct Value {
 struct TensorInfo {
   std::string name;
   std::vector<uint64_t> ne;  // elements per dimension; ne[0] is the row length (`in` of [out, in])
-  uint32_t type = 0;         // ggml type id, see mo/io/ggml_types.h
+  uint32_t type = 0;         // ggml type id, see mo/formats/ggml_types.h
   uint64_t offset = 0;       // bytes, relative to File::data_offset
 
   uint64_t n_elements() const;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "mo/quant/layer_f32.h"
-#include "mo/quant/quantized_linear.h"
+#include "mo/formats/quantized_linear.h"
 
 namespace mo::quant {
 
@@ -40,7 +40,7 @@ struct AwqLayerReport {
 // multiplied), `inputs` divided accordingly, then the clip search (q and k are not clipped, as in
 // AutoAWQ) clamps weights. `skip[i]` (indexed like kAllLinears) leaves that linear out of the
 // searches' quantization error (it stays 16-bit; scaling it is still exact).
-AwqLayerReport awq_transform_layer(LayerF32& layer, LayerInputs& inputs, const QuantScheme& scheme, const AwqOptions& options,
+AwqLayerReport awq_transform_layer(LayerF32& layer, LayerInputs& inputs, const formats::QuantScheme& scheme, const AwqOptions& options,
                                    const bool skip[7]);
 
 }  // namespace mo::quant

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mo/quant/quantized_linear.h"
+#include "mo/formats/quantized_linear.h"
 
 namespace mo::quant {
 
@@ -30,7 +30,7 @@ struct GptqOptions {
 };
 
 struct GptqResult {
-  QuantizedLinear q;
+  formats::QuantizedLinear q;
   double loss = 0;         // sum of (w - q)^2 / U_ii^2 over the sweep, AutoGPTQ's "error"
   int dead_columns = 0;    // inputs never active in the calibration data (H_ii == 0): weights zeroed
   double damp_used = 0;    // the dampening that made H positive definite (raised x10 when Cholesky fails)
@@ -39,6 +39,6 @@ struct GptqResult {
 // w: [rows, cols] row-major f32; hessian.dim() == cols. Throws Error when H cannot be made positive
 // definite even after raising the dampening.
 GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, const HessianAccumulator& hessian,
-                         const QuantScheme& scheme, const GptqOptions& options);
+                         const formats::QuantScheme& scheme, const GptqOptions& options);
 
 }  // namespace mo::quant

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mo/quant/quantized_linear.h"
+#include "mo/formats/quantized_linear.h"
 
 namespace mo::quant {
 
@@ -13,7 +13,7 @@ enum class OutputLayout { awq_gemm, gptq, fp8 };
 
 struct LinearPlan {
   enum Kind { integer, fp8, f16 } kind = f16;
-  QuantScheme scheme;     // for integer
+  formats::QuantScheme scheme;     // for integer
   std::string reason;     // empty when the request was taken as is
   std::string label() const;  // "int4 g64", "int8 per-channel", "fp8 per-channel", "f16"
 };

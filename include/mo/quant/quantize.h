@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "mo/config/commands.h"
+#include "mo/quant/options.h"
 #include "mo/quant/sensitivity.h"
 
 namespace mo::quant {
@@ -45,6 +45,6 @@ struct QuantizeReport {
   std::uint64_t peak_rss = 0;
 };
 
-QuantizeReport quantize_model(const config::QuantizeConfig& cfg);
+QuantizeReport quantize_model(const QuantizeOptions& opt);
 
 }  // namespace mo::quant

@@ -6,7 +6,7 @@
 // rounded to f16 (what the formats store) before codes are computed: q = clamp(round(w / scale) + zero).
 #include <cstdint>
 
-#include "mo/quant/quantized_linear.h"
+#include "mo/formats/quantized_linear.h"
 
 namespace mo::quant {
 
@@ -16,10 +16,10 @@ struct GroupParams {
 };
 
 // Parameters for the `n` weights w[0], w[stride], ..., w[(n-1)*stride].
-GroupParams find_group_params(const float* w, std::int64_t n, std::int64_t stride, const QuantScheme& scheme);
+GroupParams find_group_params(const float* w, std::int64_t n, std::int64_t stride, const formats::QuantScheme& scheme);
 int quantize_value(float w, const GroupParams& p, int bits);  // the code, clamped to [0, 2^bits)
 
 // w: [rows, cols] row-major. Group g covers columns [g*G, (g+1)*G) (the last may be shorter).
-QuantizedLinear quantize_rtn(const float* w, std::int64_t rows, std::int64_t cols, const QuantScheme& scheme);
+formats::QuantizedLinear quantize_rtn(const float* w, std::int64_t rows, std::int64_t cols, const formats::QuantScheme& scheme);
 
 }  // namespace mo::quant

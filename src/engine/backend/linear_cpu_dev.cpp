@@ -11,7 +11,7 @@
 #include "cpu_ops.h"
 #include "mo/core/error.h"
 #include "mo/core/half.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
 
 namespace mo::engine::cpu_dev {
@@ -68,13 +68,15 @@ void validate(const DeviceLinear& w, std::int64_t n) {
         bad(w, fmt::format("group size {} needs more than {} groups", w.group_size, w.groups));
       return;
     }
+    case LinearKind::host:
+      break;  // the host backend's own matrices, never handed to these kernels
   }
-  bad(w, "unknown kind");
+  bad(w, "not a device layout");
 }
 
 // AWQ/GPTQ: for every group g, the scales of rows [r0, r1) then their zero points (from zero(g, r)),
 // as floats: sz[(g * 2 + 0) * nr + i] and sz[(g * 2 + 1) * nr + i]. q - z is exact in f32, so
-// (q - z) * s equals QuantizedLinear::weight.
+// (q - z) * s equals formats::QuantizedLinear::weight.
 template <class Zero>
 void tile_scales_zeros(const DeviceLinear& w, std::int64_t r0, std::int64_t r1, std::vector<float>& sz, Zero zero) {
   const std::int64_t nr = r1 - r0;
@@ -144,6 +146,8 @@ void decode_rows(const DeviceLinear& w, std::int64_t r0, std::int64_t r1, float*
       }
       return;
     }
+    case LinearKind::host:
+      bad(w, "not a device layout");  // validate() refuses it first
   }
 }
 

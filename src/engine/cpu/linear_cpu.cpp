@@ -8,7 +8,7 @@
 #include "../backend/cpu_ops.h"
 #include "mo/engine/device_model.h"
 #include "mo/engine/ops/linear.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
 #include "ftile.h"
 #include "q4z.h"

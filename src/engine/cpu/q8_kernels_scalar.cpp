@@ -6,15 +6,15 @@
 #include <cstring>
 
 #include "mo/core/half.h"
-#include "mo/io/ggml_types.h"
-#include "mo/quant/gguf_blocks.h"
-#include "mo/quant/k_scales.h"
+#include "mo/formats/ggml_types.h"
+#include "mo/formats/gguf_blocks.h"
+#include "mo/formats/k_scales.h"
 #include "q8_kernels.h"
 
 namespace mo::ops::q8 {
 namespace {
 
-using namespace mo::quant;
+using namespace mo::formats;
 
 struct Decoded {
   std::uint8_t u[kBlock];
@@ -46,20 +46,20 @@ void nibbles(const std::uint8_t* qs, std::uint32_t qh, bool five, Decoded& o) {
 }
 
 void dec_q4_0(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const auto k = load<BlockQ4_0>(row + b * sizeof(BlockQ4_0));
+  const auto k = load<formats::BlockQ4_0>(row + b * sizeof(formats::BlockQ4_0));
   nibbles(k.qs, 0, false, o);
   o.off = 8;
   o.dw[0] = o.dw[1] = f16_to_f32(k.d);
 }
 void dec_q4_1(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const auto k = load<BlockQ4_1>(row + b * sizeof(BlockQ4_1));
+  const auto k = load<formats::BlockQ4_1>(row + b * sizeof(formats::BlockQ4_1));
   nibbles(k.qs, 0, false, o);
   o.dw[0] = o.dw[1] = f16_to_f32(k.d);
   o.mn[0] = o.mn[1] = -f16_to_f32(k.m);
   o.has_min = true;
 }
 void dec_q5_0(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const auto k = load<BlockQ5_0>(row + b * sizeof(BlockQ5_0));
+  const auto k = load<formats::BlockQ5_0>(row + b * sizeof(formats::BlockQ5_0));
   std::uint32_t qh;
   std::memcpy(&qh, k.qh, 4);
   nibbles(k.qs, qh, true, o);
@@ -67,7 +67,7 @@ void dec_q5_0(const std::uint8_t* row, std::int64_t b, Decoded& o) {
   o.dw[0] = o.dw[1] = f16_to_f32(k.d);
 }
 void dec_q5_1(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const auto k = load<BlockQ5_1>(row + b * sizeof(BlockQ5_1));
+  const auto k = load<formats::BlockQ5_1>(row + b * sizeof(formats::BlockQ5_1));
   std::uint32_t qh;
   std::memcpy(&qh, k.qh, 4);
   nibbles(k.qs, qh, true, o);
@@ -76,7 +76,7 @@ void dec_q5_1(const std::uint8_t* row, std::int64_t b, Decoded& o) {
   o.has_min = true;
 }
 void dec_q8_0(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const auto k = load<BlockQ8_0>(row + b * sizeof(BlockQ8_0));
+  const auto k = load<formats::BlockQ8_0>(row + b * sizeof(formats::BlockQ8_0));
   for (int l = 0; l < kBlock; ++l) o.u[l] = static_cast<std::uint8_t>(k.qs[l] + 128);
   o.off = 128;
   o.dw[0] = o.dw[1] = f16_to_f32(k.d);
@@ -84,61 +84,61 @@ void dec_q8_0(const std::uint8_t* row, std::int64_t b, Decoded& o) {
 
 // K-quants: block j (0..7) of super-block b / 8.
 void dec_q4_k(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const std::uint8_t* s = row + b / 8 * sizeof(BlockQ4_K);
+  const std::uint8_t* s = row + b / 8 * sizeof(formats::BlockQ4_K);
   const int j = static_cast<int>(b % 8);
-  const std::uint8_t* q = s + offsetof(BlockQ4_K, qs) + 32 * (j / 2);
+  const std::uint8_t* q = s + offsetof(formats::BlockQ4_K, qs) + 32 * (j / 2);
   for (int l = 0; l < kBlock; ++l) o.u[l] = static_cast<std::uint8_t>(j % 2 ? q[l] >> 4 : q[l] & 0xF);
   std::uint8_t sc, m;
-  scale_min_k4(j, s + offsetof(BlockQ4_K, scales), sc, m);
-  o.dw[0] = o.dw[1] = half_at(s + offsetof(BlockQ4_K, d)) * sc;
-  o.mn[0] = o.mn[1] = half_at(s + offsetof(BlockQ4_K, dmin)) * m;
+  formats::scale_min_k4(j, s + offsetof(formats::BlockQ4_K, scales), sc, m);
+  o.dw[0] = o.dw[1] = half_at(s + offsetof(formats::BlockQ4_K, d)) * sc;
+  o.mn[0] = o.mn[1] = half_at(s + offsetof(formats::BlockQ4_K, dmin)) * m;
   o.has_min = true;
 }
 void dec_q5_k(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const std::uint8_t* s = row + b / 8 * sizeof(BlockQ5_K);
+  const std::uint8_t* s = row + b / 8 * sizeof(formats::BlockQ5_K);
   const int j = static_cast<int>(b % 8);
-  const std::uint8_t* q = s + offsetof(BlockQ5_K, qs) + 32 * (j / 2);
-  const std::uint8_t* qh = s + offsetof(BlockQ5_K, qh);
+  const std::uint8_t* q = s + offsetof(formats::BlockQ5_K, qs) + 32 * (j / 2);
+  const std::uint8_t* qh = s + offsetof(formats::BlockQ5_K, qh);
   for (int l = 0; l < kBlock; ++l)
     o.u[l] = static_cast<std::uint8_t>((j % 2 ? q[l] >> 4 : q[l] & 0xF) | ((qh[l] >> j) & 1) << 4);
   std::uint8_t sc, m;
-  scale_min_k4(j, s + offsetof(BlockQ5_K, scales), sc, m);
-  o.dw[0] = o.dw[1] = half_at(s + offsetof(BlockQ5_K, d)) * sc;
-  o.mn[0] = o.mn[1] = half_at(s + offsetof(BlockQ5_K, dmin)) * m;
+  formats::scale_min_k4(j, s + offsetof(formats::BlockQ5_K, scales), sc, m);
+  o.dw[0] = o.dw[1] = half_at(s + offsetof(formats::BlockQ5_K, d)) * sc;
+  o.mn[0] = o.mn[1] = half_at(s + offsetof(formats::BlockQ5_K, dmin)) * m;
   o.has_min = true;
 }
 void dec_q6_k(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const std::uint8_t* s = row + b / 8 * sizeof(BlockQ6_K);
+  const std::uint8_t* s = row + b / 8 * sizeof(formats::BlockQ6_K);
   const int j = static_cast<int>(b % 8), h = j / 4, g = j % 4;
-  const std::uint8_t* ql = s + offsetof(BlockQ6_K, ql) + 64 * h + 32 * (g % 2);
-  const std::uint8_t* qh = s + offsetof(BlockQ6_K, qh) + 32 * h;
+  const std::uint8_t* ql = s + offsetof(formats::BlockQ6_K, ql) + 64 * h + 32 * (g % 2);
+  const std::uint8_t* qh = s + offsetof(formats::BlockQ6_K, qh) + 32 * h;
   for (int l = 0; l < kBlock; ++l)
     o.u[l] = static_cast<std::uint8_t>((g < 2 ? ql[l] & 0xF : ql[l] >> 4) | ((qh[l] >> (2 * g)) & 3) << 4);
-  const auto* sc = reinterpret_cast<const std::int8_t*>(s + offsetof(BlockQ6_K, scales));
-  const float d = half_at(s + offsetof(BlockQ6_K, d));
+  const auto* sc = reinterpret_cast<const std::int8_t*>(s + offsetof(formats::BlockQ6_K, scales));
+  const float d = half_at(s + offsetof(formats::BlockQ6_K, d));
   o.off = 32;
   o.dw[0] = d * sc[2 * j];
   o.dw[1] = d * sc[2 * j + 1];
 }
 void dec_q3_k(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const std::uint8_t* s = row + b / 8 * sizeof(BlockQ3_K);
+  const std::uint8_t* s = row + b / 8 * sizeof(formats::BlockQ3_K);
   const int j = static_cast<int>(b % 8), h = j / 4, g = j % 4;
-  const std::uint8_t* q = s + offsetof(BlockQ3_K, qs) + 32 * h;
-  const std::uint8_t* hm = s + offsetof(BlockQ3_K, hmask);
+  const std::uint8_t* q = s + offsetof(formats::BlockQ3_K, qs) + 32 * h;
+  const std::uint8_t* hm = s + offsetof(formats::BlockQ3_K, hmask);
   for (int l = 0; l < kBlock; ++l) o.u[l] = static_cast<std::uint8_t>(((q[l] >> (2 * g)) & 3) | ((hm[l] >> j) & 1) << 2);
-  const std::int8_t* scales = q3k_scales(s + offsetof(BlockQ3_K, scales));
-  const float d = half_at(s + offsetof(BlockQ3_K, d));
+  const std::int8_t* scales = q3k_scales(s + offsetof(formats::BlockQ3_K, scales));
+  const float d = half_at(s + offsetof(formats::BlockQ3_K, d));
   o.off = 4;
   o.dw[0] = d * (scales[2 * j] - 32);
   o.dw[1] = d * (scales[2 * j + 1] - 32);
 }
 void dec_q2_k(const std::uint8_t* row, std::int64_t b, Decoded& o) {
-  const std::uint8_t* s = row + b / 8 * sizeof(BlockQ2_K);
+  const std::uint8_t* s = row + b / 8 * sizeof(formats::BlockQ2_K);
   const int j = static_cast<int>(b % 8), h = j / 4, g = j % 4;
-  const std::uint8_t* q = s + offsetof(BlockQ2_K, qs) + 32 * h;
+  const std::uint8_t* q = s + offsetof(formats::BlockQ2_K, qs) + 32 * h;
   for (int l = 0; l < kBlock; ++l) o.u[l] = static_cast<std::uint8_t>((q[l] >> (2 * g)) & 3);
-  const std::uint8_t* sc = s + offsetof(BlockQ2_K, scales) + 2 * j;
-  const float d = half_at(s + offsetof(BlockQ2_K, d)), dmin = half_at(s + offsetof(BlockQ2_K, dmin));
+  const std::uint8_t* sc = s + offsetof(formats::BlockQ2_K, scales) + 2 * j;
+  const float d = half_at(s + offsetof(formats::BlockQ2_K, d)), dmin = half_at(s + offsetof(formats::BlockQ2_K, dmin));
   for (int k = 0; k < 2; ++k) {
     o.dw[k] = d * (sc[k] & 0xF);
     o.mn[k] = dmin * (sc[k] >> 4);

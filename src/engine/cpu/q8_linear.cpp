@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mo/engine/ops/linear.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "q8.h"
 #include "q8_linear.h"
 

@@ -94,7 +94,7 @@ struct PanelQ4_0 {
   static constexpr int kOff = 8, kGroups16 = 8;
   static constexpr int kSub = 1;
   static constexpr bool kMin = false, kZero = false, kHalves = false;
-  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ4_0);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ4_0);
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
     PanelBlock& o = *out;
     nibble_groups(p, 2, o.u);
@@ -106,7 +106,7 @@ struct PanelQ4_1 {
   static constexpr int kOff = 0, kGroups16 = 8;
   static constexpr int kSub = 1;
   static constexpr bool kMin = true, kZero = false, kHalves = false;
-  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ4_1);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ4_1);
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
     PanelBlock& o = *out;
     nibble_groups(p, 4, o.u);
@@ -119,7 +119,7 @@ struct PanelQ5_0 {
   static constexpr int kOff = 16, kGroups16 = 4;
   static constexpr int kSub = 1;
   static constexpr bool kMin = false, kZero = false, kHalves = false;
-  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ5_0);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ5_0);
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
     PanelBlock& o = *out;
     nibble_groups(p, 6, o.u);
@@ -132,7 +132,7 @@ struct PanelQ5_1 {
   static constexpr int kOff = 0, kGroups16 = 4;
   static constexpr int kSub = 1;
   static constexpr bool kMin = true, kZero = false, kHalves = false;
-  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ5_1);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ5_1);
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
     PanelBlock& o = *out;
     nibble_groups(p, 8, o.u);
@@ -161,7 +161,7 @@ struct PanelQ8_0 {
   static constexpr int kOff = 128, kGroups16 = 0;
   static constexpr int kSub = 1;
   static constexpr bool kMin = false, kZero = false, kHalves = false;
-  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ8_0);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ8_0);
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
     PanelBlock& o = *out;
     __m256i a[4], c[4];
@@ -236,14 +236,14 @@ inline void decode_k4(const std::uint8_t* const p[8], PanelBlock* o) {
 struct PanelQ4_K {
   static constexpr int kOff = 0, kGroups16 = 8, kSub = 8;
   static constexpr bool kMin = true, kZero = false, kHalves = false;
-  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ4_K);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ4_K);
   static void decode(const std::uint8_t* const p[8], PanelBlock* o) { decode_k4<false>(p, o); }
 };
 
 struct PanelQ5_K {
   static constexpr int kOff = 0, kGroups16 = 4, kSub = 8;
   static constexpr bool kMin = true, kZero = false, kHalves = false;
-  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ5_K);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ5_K);
   static void decode(const std::uint8_t* const p[8], PanelBlock* o) { decode_k4<true>(p, o); }
 };
 
@@ -252,7 +252,7 @@ struct PanelQ5_K {
 struct PanelQ6_K {
   static constexpr int kOff = 32, kGroups16 = 2, kSub = 8;
   static constexpr bool kMin = false, kZero = false, kHalves = true;
-  static constexpr std::size_t kBytes = sizeof(mo::quant::BlockQ6_K);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ6_K);
   static void decode(const std::uint8_t* const p[8], PanelBlock* o) {
     __m256 lo[8], hi[8];
     for (int r = 0; r < 8; ++r) {

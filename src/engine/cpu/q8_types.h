@@ -3,17 +3,17 @@
 // vector dw (8 lanes: lanes 0-3 for weights 0-15, 4-7 for 16-31) and the offset kOff with
 // w = dw * (u - kOff) - min, exactly as mo::gguf::dequantize_row decodes them. kMin: 0 none,
 // 1 per-block f16 min (legacy, added), 2 one min per block of 32 (k-quants), 3 one per 16 (Q2_K).
-#include "mo/quant/gguf_blocks.h"
+#include "mo/formats/gguf_blocks.h"
 
 namespace mo::ops::q8 {
 namespace {
 
-using namespace mo::quant;
+using namespace mo::formats;
 
 struct Q4_0 {
   static constexpr int kSub = 1, kOff = 8, kMin = 0;
   static constexpr bool kSigned = false;
-  static constexpr std::size_t kBytes = sizeof(BlockQ4_0);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ4_0);
   struct Row { const std::uint8_t* p; __m256 d; };
   static void prep(const std::uint8_t* p, Row& s) { s = {p, _mm256_set1_ps(f16_at(p))}; }
   template <int J> static __m256i weights(const Row& s) { return nibbles16(s.p + 2); }
@@ -23,7 +23,7 @@ struct Q4_0 {
 struct Q4_1 {
   static constexpr int kSub = 1, kOff = 0, kMin = 1;
   static constexpr bool kSigned = false;
-  static constexpr std::size_t kBytes = sizeof(BlockQ4_1);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ4_1);
   struct Row { const std::uint8_t* p; __m256 d; __m256 mn[1]; };
   static void prep(const std::uint8_t* p, Row& s) { s = {p, _mm256_set1_ps(f16_at(p)), {_mm256_set1_ps(f16_at(p + 2))}}; }
   template <int J> static __m256i weights(const Row& s) { return nibbles16(s.p + 4); }
@@ -33,7 +33,7 @@ struct Q4_1 {
 struct Q5_0 {
   static constexpr int kSub = 1, kOff = 16, kMin = 0;
   static constexpr bool kSigned = false;
-  static constexpr std::size_t kBytes = sizeof(BlockQ5_0);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ5_0);
   struct Row { const std::uint8_t* p; __m256 d; };
   static void prep(const std::uint8_t* p, Row& s) { s = {p, _mm256_set1_ps(f16_at(p))}; }
   template <int J> static __m256i weights(const Row& s) { return add_where_bits(nibbles16(s.p + 6), u32_at(s.p + 2), 16); }
@@ -43,7 +43,7 @@ struct Q5_0 {
 struct Q5_1 {
   static constexpr int kSub = 1, kOff = 0, kMin = 1;
   static constexpr bool kSigned = false;
-  static constexpr std::size_t kBytes = sizeof(BlockQ5_1);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ5_1);
   struct Row { const std::uint8_t* p; __m256 d; __m256 mn[1]; };
   static void prep(const std::uint8_t* p, Row& s) { s = {p, _mm256_set1_ps(f16_at(p)), {_mm256_set1_ps(f16_at(p + 2))}}; }
   template <int J> static __m256i weights(const Row& s) { return add_where_bits(nibbles16(s.p + 8), u32_at(s.p + 4), 16); }
@@ -54,7 +54,7 @@ struct Q5_1 {
 struct Q8_0 {
   static constexpr int kSub = 1, kOff = MO_Q8_VNNI ? 128 : 0, kMin = 0;
   static constexpr bool kSigned = true;
-  static constexpr std::size_t kBytes = sizeof(BlockQ8_0);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ8_0);
   struct Row { const std::uint8_t* p; __m256 d; };
   static void prep(const std::uint8_t* p, Row& s) { s = {p, _mm256_set1_ps(f16_at(p))}; }
   template <int J> static __m256i weights(const Row& s) {
@@ -82,7 +82,7 @@ inline void k4_scales(const std::uint8_t* p, __m256& sc, __m256& mn) {
 struct Q4_K {
   static constexpr int kSub = 8, kOff = 0, kMin = 2;
   static constexpr bool kSigned = false;
-  static constexpr std::size_t kBytes = sizeof(BlockQ4_K);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ4_K);
   struct Row { const std::uint8_t* p; __m256 mn[1]; alignas(32) float sc[8]; };
   static void prep(const std::uint8_t* p, Row& s) {
     __m256 sc;
@@ -100,7 +100,7 @@ struct Q4_K {
 struct Q5_K {
   static constexpr int kSub = 8, kOff = 0, kMin = 2;
   static constexpr bool kSigned = false;
-  static constexpr std::size_t kBytes = sizeof(BlockQ5_K);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ5_K);
   struct Row { const std::uint8_t* p; __m256 mn[1]; alignas(32) float sc[8]; };
   static void prep(const std::uint8_t* p, Row& s) {
     __m256 sc;
@@ -121,7 +121,7 @@ struct Q5_K {
 struct Q6_K {
   static constexpr int kSub = 8, kOff = 32, kMin = 0;
   static constexpr bool kSigned = false;
-  static constexpr std::size_t kBytes = sizeof(BlockQ6_K);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ6_K);
   struct Row { const std::uint8_t* p; alignas(32) float sc[16]; };
   static void prep(const std::uint8_t* p, Row& s) {
     s.p = p;
@@ -144,7 +144,7 @@ struct Q6_K {
 struct Q3_K {
   static constexpr int kSub = 8, kOff = 4, kMin = 0;
   static constexpr bool kSigned = false;
-  static constexpr std::size_t kBytes = sizeof(BlockQ3_K);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ3_K);
   struct Row { const std::uint8_t* p; alignas(32) float sc[16]; };
   static void prep(const std::uint8_t* p, Row& s) {
     s.p = p;
@@ -165,7 +165,7 @@ struct Q3_K {
 struct Q2_K {
   static constexpr int kSub = 8, kOff = 0, kMin = 3;
   static constexpr bool kSigned = false;
-  static constexpr std::size_t kBytes = sizeof(BlockQ2_K);
+  static constexpr std::size_t kBytes = sizeof(formats::BlockQ2_K);
   struct Row { const std::uint8_t* p; __m256 mn[2]; alignas(32) float sc[16]; };
   static void prep(const std::uint8_t* p, Row& s) {
     s.p = p;

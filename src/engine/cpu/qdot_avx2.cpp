@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "mo/io/ggml_types.h"
-#include "mo/quant/gguf_blocks.h"
-#include "mo/quant/k_scales.h"
+#include "mo/formats/ggml_types.h"
+#include "mo/formats/gguf_blocks.h"
+#include "mo/formats/k_scales.h"
 #include "qdot.h"
 
 #if defined(__x86_64__)
@@ -18,7 +18,7 @@ MO_SIMD_TARGET_PUSH("avx2,fma,f16c")
 namespace mo::ops::qdot {
 namespace {
 
-using namespace mo::quant;
+using namespace mo::formats;
 
 inline float half_at(const std::uint8_t* p) {
   std::uint16_t h;
@@ -110,9 +110,9 @@ struct Q4_0 {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
     const __m256i lo = _mm256_set1_epi32(0xF), eight = _mm256_set1_epi32(8);
-    for (std::int64_t o = 0; o < cols; o += QK4_0, row += sizeof(BlockQ4_0)) {
-      const __m256 d = _mm256_set1_ps(half_at(row + offsetof(BlockQ4_0, d)));
-      const std::uint8_t* qs = row + offsetof(BlockQ4_0, qs);
+    for (std::int64_t o = 0; o < cols; o += formats::QK4_0, row += sizeof(formats::BlockQ4_0)) {
+      const __m256 d = _mm256_set1_ps(half_at(row + offsetof(formats::BlockQ4_0, d)));
+      const std::uint8_t* qs = row + offsetof(formats::BlockQ4_0, qs);
       const __m256i qa = u8x8(qs), qb = u8x8(qs + 8);
       acc.add(o, _mm256_mul_ps(to_f32(_mm256_sub_epi32(_mm256_and_si256(qa, lo), eight)), d), o + 8,
               _mm256_mul_ps(to_f32(_mm256_sub_epi32(_mm256_and_si256(qb, lo), eight)), d));
@@ -126,10 +126,10 @@ struct Q4_1 {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
     const __m256i lo = _mm256_set1_epi32(0xF);
-    for (std::int64_t o = 0; o < cols; o += QK4_1, row += sizeof(BlockQ4_1)) {
-      const __m256 d = _mm256_set1_ps(half_at(row + offsetof(BlockQ4_1, d)));
-      const __m256 m = _mm256_set1_ps(half_at(row + offsetof(BlockQ4_1, m)));
-      const std::uint8_t* qs = row + offsetof(BlockQ4_1, qs);
+    for (std::int64_t o = 0; o < cols; o += formats::QK4_1, row += sizeof(formats::BlockQ4_1)) {
+      const __m256 d = _mm256_set1_ps(half_at(row + offsetof(formats::BlockQ4_1, d)));
+      const __m256 m = _mm256_set1_ps(half_at(row + offsetof(formats::BlockQ4_1, m)));
+      const std::uint8_t* qs = row + offsetof(formats::BlockQ4_1, qs);
       const __m256i qa = u8x8(qs), qb = u8x8(qs + 8);
       // q * d is exact (4 x 11 bits), so the FMA rounds once, as q * d + m does.
       acc.add(o, _mm256_fmadd_ps(to_f32(_mm256_and_si256(qa, lo)), d, m), o + 8,
@@ -143,9 +143,9 @@ struct Q4_1 {
 struct Q8_0 {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
-    for (std::int64_t o = 0; o < cols; o += QK8_0, row += sizeof(BlockQ8_0)) {
-      const __m256 d = _mm256_set1_ps(half_at(row + offsetof(BlockQ8_0, d)));
-      const std::uint8_t* qs = row + offsetof(BlockQ8_0, qs);
+    for (std::int64_t o = 0; o < cols; o += formats::QK8_0, row += sizeof(formats::BlockQ8_0)) {
+      const __m256 d = _mm256_set1_ps(half_at(row + offsetof(formats::BlockQ8_0, d)));
+      const std::uint8_t* qs = row + offsetof(formats::BlockQ8_0, qs);
       acc.add(o, _mm256_mul_ps(to_f32(i8x8(qs)), d), o + 8, _mm256_mul_ps(to_f32(i8x8(qs + 8)), d));
       acc.add(o + 16, _mm256_mul_ps(to_f32(i8x8(qs + 16)), d), o + 24, _mm256_mul_ps(to_f32(i8x8(qs + 24)), d));
     }
@@ -156,15 +156,15 @@ struct Q4_K {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
     const __m256i lo = _mm256_set1_epi32(0xF);
-    for (std::int64_t o = 0; o < cols; o += QK_K, row += sizeof(BlockQ4_K)) {
-      const float d = half_at(row + offsetof(BlockQ4_K, d));
-      const float dmin = half_at(row + offsetof(BlockQ4_K, dmin));
-      const std::uint8_t* sc = row + offsetof(BlockQ4_K, scales);
-      const std::uint8_t* q = row + offsetof(BlockQ4_K, qs);
+    for (std::int64_t o = 0; o < cols; o += formats::QK_K, row += sizeof(formats::BlockQ4_K)) {
+      const float d = half_at(row + offsetof(formats::BlockQ4_K, d));
+      const float dmin = half_at(row + offsetof(formats::BlockQ4_K, dmin));
+      const std::uint8_t* sc = row + offsetof(formats::BlockQ4_K, scales);
+      const std::uint8_t* q = row + offsetof(formats::BlockQ4_K, qs);
       for (int j = 0; j < 4; ++j, q += 32) {
         std::uint8_t s1, m1, s2, m2;
-        scale_min_k4(2 * j, sc, s1, m1);
-        scale_min_k4(2 * j + 1, sc, s2, m2);
+        formats::scale_min_k4(2 * j, sc, s1, m1);
+        formats::scale_min_k4(2 * j + 1, sc, s2, m2);
         // d * sc * q is exact (11 + 6 + 4 bits), so fmsub rounds once, as d1 * q - m1 does.
         const __m256 d1 = _mm256_set1_ps(d * s1), n1 = _mm256_set1_ps(dmin * m1);
         const __m256 d2 = _mm256_set1_ps(d * s2), n2 = _mm256_set1_ps(dmin * m2);
@@ -185,12 +185,12 @@ struct Q6_K {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
     const __m256i lo = _mm256_set1_epi32(0xF), three = _mm256_set1_epi32(3), k32 = _mm256_set1_epi32(32);
-    for (std::int64_t o = 0; o < cols; o += QK_K, row += sizeof(BlockQ6_K)) {
-      const float d = half_at(row + offsetof(BlockQ6_K, d));
+    for (std::int64_t o = 0; o < cols; o += formats::QK_K, row += sizeof(formats::BlockQ6_K)) {
+      const float d = half_at(row + offsetof(formats::BlockQ6_K, d));
       for (int h = 0; h < 2; ++h) {
-        const std::uint8_t* ql = row + offsetof(BlockQ6_K, ql) + 64 * h;
-        const std::uint8_t* qh = row + offsetof(BlockQ6_K, qh) + 32 * h;
-        const std::int8_t* sc = reinterpret_cast<const std::int8_t*>(row + offsetof(BlockQ6_K, scales)) + 8 * h;
+        const std::uint8_t* ql = row + offsetof(formats::BlockQ6_K, ql) + 64 * h;
+        const std::uint8_t* qh = row + offsetof(formats::BlockQ6_K, qh) + 32 * h;
+        const std::int8_t* sc = reinterpret_cast<const std::int8_t*>(row + offsetof(formats::BlockQ6_K, scales)) + 8 * h;
         for (int l0 = 0; l0 < 32; l0 += 8) {
           const int is = l0 / 16;
           const __m256i a = u8x8(ql + l0), b = u8x8(ql + 32 + l0), hq = u8x8(qh + l0);

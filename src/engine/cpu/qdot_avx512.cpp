@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "mo/io/ggml_types.h"
-#include "mo/quant/gguf_blocks.h"
-#include "mo/quant/k_scales.h"
+#include "mo/formats/ggml_types.h"
+#include "mo/formats/gguf_blocks.h"
+#include "mo/formats/k_scales.h"
 #include "qdot.h"
 
 #if defined(__x86_64__)
@@ -23,7 +23,7 @@ MO_SIMD_TARGET_PUSH("avx512f,avx2,fma,f16c")
 namespace mo::ops::qdot {
 namespace {
 
-using namespace mo::quant;
+using namespace mo::formats;
 
 inline float half_at(const std::uint8_t* p) {
   std::uint16_t h;
@@ -109,9 +109,9 @@ struct Q4_0 {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
     const __m512i lo = _mm512_set1_epi32(0xF), eight = _mm512_set1_epi32(8);
-    for (std::int64_t o = 0; o < cols; o += QK4_0, row += sizeof(BlockQ4_0)) {
-      const __m512 d = _mm512_set1_ps(half_at(row + offsetof(BlockQ4_0, d)));
-      const __m512i q = u8x16(row + offsetof(BlockQ4_0, qs));
+    for (std::int64_t o = 0; o < cols; o += formats::QK4_0, row += sizeof(formats::BlockQ4_0)) {
+      const __m512 d = _mm512_set1_ps(half_at(row + offsetof(formats::BlockQ4_0, d)));
+      const __m512i q = u8x16(row + offsetof(formats::BlockQ4_0, qs));
       acc.add(o, _mm512_mul_ps(to_f32(_mm512_sub_epi32(_mm512_and_si512(q, lo), eight)), d), o + 16,
               _mm512_mul_ps(to_f32(_mm512_sub_epi32(_mm512_srli_epi32(q, 4), eight)), d));
     }
@@ -122,10 +122,10 @@ struct Q4_1 {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
     const __m512i lo = _mm512_set1_epi32(0xF);
-    for (std::int64_t o = 0; o < cols; o += QK4_1, row += sizeof(BlockQ4_1)) {
-      const __m512 d = _mm512_set1_ps(half_at(row + offsetof(BlockQ4_1, d)));
-      const __m512 m = _mm512_set1_ps(half_at(row + offsetof(BlockQ4_1, m)));
-      const __m512i q = u8x16(row + offsetof(BlockQ4_1, qs));
+    for (std::int64_t o = 0; o < cols; o += formats::QK4_1, row += sizeof(formats::BlockQ4_1)) {
+      const __m512 d = _mm512_set1_ps(half_at(row + offsetof(formats::BlockQ4_1, d)));
+      const __m512 m = _mm512_set1_ps(half_at(row + offsetof(formats::BlockQ4_1, m)));
+      const __m512i q = u8x16(row + offsetof(formats::BlockQ4_1, qs));
       // q * d is exact (4 x 11 bits), so the FMA rounds once, as q * d + m does.
       acc.add(o, _mm512_fmadd_ps(to_f32(_mm512_and_si512(q, lo)), d, m), o + 16,
               _mm512_fmadd_ps(to_f32(_mm512_srli_epi32(q, 4)), d, m));
@@ -136,9 +136,9 @@ struct Q4_1 {
 struct Q8_0 {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
-    for (std::int64_t o = 0; o < cols; o += QK8_0, row += sizeof(BlockQ8_0)) {
-      const __m512 d = _mm512_set1_ps(half_at(row + offsetof(BlockQ8_0, d)));
-      const std::uint8_t* qs = row + offsetof(BlockQ8_0, qs);
+    for (std::int64_t o = 0; o < cols; o += formats::QK8_0, row += sizeof(formats::BlockQ8_0)) {
+      const __m512 d = _mm512_set1_ps(half_at(row + offsetof(formats::BlockQ8_0, d)));
+      const std::uint8_t* qs = row + offsetof(formats::BlockQ8_0, qs);
       acc.add(o, _mm512_mul_ps(to_f32(i8x16(qs)), d), o + 16, _mm512_mul_ps(to_f32(i8x16(qs + 16)), d));
     }
   }
@@ -148,15 +148,15 @@ struct Q4_K {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
     const __m512i lo = _mm512_set1_epi32(0xF);
-    for (std::int64_t o = 0; o < cols; o += QK_K, row += sizeof(BlockQ4_K)) {
-      const float d = half_at(row + offsetof(BlockQ4_K, d));
-      const float dmin = half_at(row + offsetof(BlockQ4_K, dmin));
-      const std::uint8_t* sc = row + offsetof(BlockQ4_K, scales);
-      const std::uint8_t* q = row + offsetof(BlockQ4_K, qs);
+    for (std::int64_t o = 0; o < cols; o += formats::QK_K, row += sizeof(formats::BlockQ4_K)) {
+      const float d = half_at(row + offsetof(formats::BlockQ4_K, d));
+      const float dmin = half_at(row + offsetof(formats::BlockQ4_K, dmin));
+      const std::uint8_t* sc = row + offsetof(formats::BlockQ4_K, scales);
+      const std::uint8_t* q = row + offsetof(formats::BlockQ4_K, qs);
       for (int j = 0; j < 4; ++j, q += 32) {
         std::uint8_t s1, m1, s2, m2;
-        scale_min_k4(2 * j, sc, s1, m1);
-        scale_min_k4(2 * j + 1, sc, s2, m2);
+        formats::scale_min_k4(2 * j, sc, s1, m1);
+        formats::scale_min_k4(2 * j + 1, sc, s2, m2);
         // d * sc * q is exact (11 + 6 + 4 bits), so fmsub rounds once, as d1 * q - m1 does.
         const __m512 d1 = _mm512_set1_ps(d * s1), n1 = _mm512_set1_ps(dmin * m1);
         const __m512 d2 = _mm512_set1_ps(d * s2), n2 = _mm512_set1_ps(dmin * m2);
@@ -175,12 +175,12 @@ struct Q6_K {
   template <int NT>
   static void run(const std::uint8_t* row, std::int64_t cols, Acc<NT>& acc) {
     const __m512i lo = _mm512_set1_epi32(0xF), three = _mm512_set1_epi32(3), k32 = _mm512_set1_epi32(32);
-    for (std::int64_t o = 0; o < cols; o += QK_K, row += sizeof(BlockQ6_K)) {
-      const float d = half_at(row + offsetof(BlockQ6_K, d));
+    for (std::int64_t o = 0; o < cols; o += formats::QK_K, row += sizeof(formats::BlockQ6_K)) {
+      const float d = half_at(row + offsetof(formats::BlockQ6_K, d));
       for (int h = 0; h < 2; ++h) {
-        const std::uint8_t* ql = row + offsetof(BlockQ6_K, ql) + 64 * h;
-        const std::uint8_t* qh = row + offsetof(BlockQ6_K, qh) + 32 * h;
-        const std::int8_t* sc = reinterpret_cast<const std::int8_t*>(row + offsetof(BlockQ6_K, scales)) + 8 * h;
+        const std::uint8_t* ql = row + offsetof(formats::BlockQ6_K, ql) + 64 * h;
+        const std::uint8_t* qh = row + offsetof(formats::BlockQ6_K, qh) + 32 * h;
+        const std::int8_t* sc = reinterpret_cast<const std::int8_t*>(row + offsetof(formats::BlockQ6_K, scales)) + 8 * h;
         for (int is = 0; is < 2; ++is) {
           const int l0 = 16 * is;
           const __m512i a = u8x16(ql + l0), b = u8x16(ql + 32 + l0), hq = u8x16(qh + l0);

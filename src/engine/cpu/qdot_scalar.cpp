@@ -4,7 +4,7 @@
 
 #include "mo/core/half.h"
 #include "mo/io/gguf_dequant.h"
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 #include "qdot.h"
 
 namespace mo::ops::qdot {

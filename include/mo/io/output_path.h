@@ -4,7 +4,7 @@
 // temporary name and renamed into place when complete.
 #include <string>
 
-namespace mo::convert {
+namespace mo::io {
 
 // The marker an HF directory we wrote carries, and the GGUF key that marks our files.
 inline constexpr const char* kMarkerFile = "model-optimizer.json";
@@ -40,4 +40,4 @@ class StagedOutput {
 // `keep` not inside). Returns how many it removed.
 int remove_stale_temps(const std::string& final_path, const std::string& keep = {});
 
-}  // namespace mo::convert
+}  // namespace mo::io

@@ -8,13 +8,13 @@
 //   GPTQ: <module>.qweight I32 [in*bits/32, out], .qzeros I32 [groups, out*bits/32], .scales F16
 //         [groups, out], .g_idx I32 [in]
 //   FP8:  <module>.weight F8_E4M3 [out, in], .weight_scale F32 [out, 1] (channel) or [1] (tensor)
-// Unquantized linears keep <module>.weight in the model's float type. (mo/quant/pack.h has the bit layouts.)
+// Unquantized linears keep <module>.weight in the model's float type. (mo/formats/pack.h has the bit layouts.)
 #include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
-namespace mo::quant {
+namespace mo::formats {
 
 // AWQ GEMM: {"quant_method": "awq", "bits": 4, "group_size": G, "zero_point": true, "version": "gemm",
 // "modules_to_not_convert": [..] | null}. vLLM leaves a linear unquantized when its name contains any
@@ -120,4 +120,4 @@ HfQuantConfig parse_quantization_config(const nlohmann::json& q);  // `dynamic` 
 // Python re.match: `pattern` matches at the start of `text`. Throws UsageError when it does not compile.
 bool regex_match_prefix(const std::string& pattern, const std::string& text);
 
-}  // namespace mo::quant
+}  // namespace mo::formats

@@ -1,8 +1,8 @@
-#include "mo/quant/quantized_linear.h"
+#include "mo/formats/quantized_linear.h"
 
 #include "mo/core/half.h"
 
-namespace mo::quant {
+namespace mo::formats {
 
 float QuantizedLinear::weight(std::int64_t r, std::int64_t c) const {
   const std::size_t g = static_cast<std::size_t>(r) * n_groups() + g_idx[c];
@@ -23,4 +23,4 @@ bool QuantizedLinear::contiguous_groups() const {
   return true;
 }
 
-}  // namespace mo::quant
+}  // namespace mo::formats

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "mo/quant/quantized_linear.h"
+#include "mo/formats/quantized_linear.h"
 
-namespace mo::quant {
+namespace mo::formats {
 
 // AWQ GEMM, 4-bit: qweight int32 [in, out/8] (interleaved order 0,2,4,6,1,3,5,7 along out), qzeros
 // int32 [in/G, out/8] (same order, true zeros), scales f16 [in/G, out]. Needs out % 8 == 0, in % G == 0.
@@ -30,4 +30,4 @@ struct GptqTensors {
 GptqTensors pack_gptq(const QuantizedLinear& q, bool v1 = true);
 QuantizedLinear unpack_gptq(const GptqTensors& t, int group_size, bool sym, bool v1 = true);
 
-}  // namespace mo::quant
+}  // namespace mo::formats

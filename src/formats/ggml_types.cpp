@@ -1,4 +1,4 @@
-#include "mo/io/ggml_types.h"
+#include "mo/formats/ggml_types.h"
 
 #include <array>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "mo/quant/pack.h"
+#include "mo/formats/pack.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "mo/core/error.h"
 
-namespace mo::quant {
+namespace mo::formats {
 namespace {
 
 // AutoAWQ's WQLinear_GEMM.from_linear: nibble i of each int32 holds output column 8c + kAwqOrder[i];
@@ -153,14 +153,14 @@ QuantizedLinear unpack_gptq(const GptqTensors& t, int group_size, bool sym, bool
       t.scales.size() != static_cast<std::size_t>(groups * out))
     throw Error(fmt::format("GPTQ: expected qweight [{}, {}], qzeros [{}, {}], scales [{}, {}]; got {}, {}, {} elements", in / pf,
                             out, groups, out / pf, groups, out, t.qweight.size(), t.qzeros.size(), t.scales.size()));
-  const std::int64_t G = group_size <= 0 ? in : group_size;
+  const std::int64_t G = group_size == kGroupPerChannel ? in : group_size;
   if (!t.g_idx.empty() && t.g_idx.size() != static_cast<std::size_t>(in))
     throw Error(fmt::format("GPTQ: g_idx has {} entries for {} input features", t.g_idx.size(), in));
   const std::uint32_t mask = (1u << bits) - 1;
 
   QuantizedLinear q;
   q.rows = out, q.cols = in;
-  q.scheme = {bits, group_size <= 0 ? -1 : group_size, sym};
+  q.scheme = {bits, group_size, sym};
   q.q.resize(static_cast<std::size_t>(out * in));
   q.scales.resize(static_cast<std::size_t>(out * groups));
   q.zeros.resize(q.scales.size());
@@ -191,4 +191,4 @@ QuantizedLinear unpack_gptq(const GptqTensors& t, int group_size, bool sym, bool
   return q;
 }
 
-}  // namespace mo::quant
+}  // namespace mo::formats

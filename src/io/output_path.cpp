@@ -1,4 +1,4 @@
-#include "output_path.h"
+#include "mo/io/output_path.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -17,7 +17,7 @@
 #include "mo/core/error.h"
 #include "mo/io/gguf.h"
 
-namespace mo::convert {
+namespace mo::io {
 namespace fs = std::filesystem;
 
 namespace {
@@ -203,4 +203,4 @@ void StagedOutput::commit() {
   if (replaced) fs::remove_all(old, ec);
 }
 
-}  // namespace mo::convert
+}  // namespace mo::io

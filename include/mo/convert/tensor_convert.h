@@ -3,10 +3,10 @@
 #include <vector>
 
 #include "mo/model/model_files.h"
+#include "mo/formats/ggml_types.h"
 
 namespace mo::convert {
 
-constexpr std::uint32_t kF32 = 0, kF16 = 1, kBF16 = 30;
 
 std::size_t float_type_size(std::uint32_t type);
 const char* torch_dtype_name(std::uint32_t type);  // "float32", "float16", "bfloat16"

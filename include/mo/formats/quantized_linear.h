@@ -5,14 +5,19 @@
 #include <cstdint>
 #include <vector>
 
-namespace mo::quant {
+namespace mo::formats {
+
+// group_size values with a meaning of their own, as HF quantization configs spell them.
+inline constexpr int kGroupPerChannel = -1;  // one scale per output channel (a whole row)
+inline constexpr int kGroupPerTensor = 0;    // one scale for the whole tensor (FP8 per-tensor)
 
 struct QuantScheme {
   int bits = 4;         // 4 or 8
-  int group_size = 128; // input columns per scale; -1 = one group per row (per output channel)
+  int group_size = 128; // input columns per scale, or kGroupPerChannel
   bool sym = false;     // symmetric: zero fixed at 2^(bits-1)
-  int groups(std::int64_t cols) const { return group_size <= 0 ? 1 : static_cast<int>((cols + group_size - 1) / group_size); }
-  int effective_group(std::int64_t cols) const { return group_size <= 0 ? static_cast<int>(cols) : group_size; }
+  bool per_channel() const { return group_size == kGroupPerChannel; }
+  int groups(std::int64_t cols) const { return per_channel() ? 1 : static_cast<int>((cols + group_size - 1) / group_size); }
+  int effective_group(std::int64_t cols) const { return per_channel() ? static_cast<int>(cols) : group_size; }
 };
 
 struct QuantizedLinear {
@@ -30,4 +35,4 @@ struct QuantizedLinear {
   bool contiguous_groups() const;
 };
 
-}  // namespace mo::quant
+}  // namespace mo::formats

@@ -1,4 +1,4 @@
-#include "mo/quant/hf_quant_config.h"
+#include "mo/formats/hf_quant_config.h"
 
 #include <fmt/format.h>
 
@@ -10,9 +10,9 @@
 
 #include "mo/core/build_info.h"
 #include "mo/core/error.h"
-#include "mo/io/json_file.h"
+#include "mo/core/json_fields.h"
 
-namespace mo::quant {
+namespace mo::formats {
 namespace {
 
 using json = nlohmann::json;
@@ -42,7 +42,7 @@ int get_int(const J& q, std::initializer_list<const char*> keys, int fallback, c
   for (const char* k : keys)
     if (const J* v = find_key(q, k)) {
       if (!v->is_number_integer()) throw UsageError(fmt::format("quantization_config{}.{}: expected an integer, got {}", where, k, v->dump()));
-      return io::json_int<int>(*v, fmt::format("quantization_config{}", where), k);
+      return json_int<int>(*v, fmt::format("quantization_config{}", where), k);
     }
   return fallback;
 }
@@ -341,10 +341,10 @@ std::string HfQuantConfig::describe() const {
 }
 
 HfQuantConfig parse_quantization_config(const nlohmann::ordered_json& q) {
-  return io::reading_json("quantization_config", [&] { return parse_impl(q); });
+  return reading_json("quantization_config", [&] { return parse_impl(q); });
 }
 HfQuantConfig parse_quantization_config(const nlohmann::json& q) {
-  return io::reading_json("quantization_config", [&] { return parse_impl(q); });
+  return reading_json("quantization_config", [&] { return parse_impl(q); });
 }
 
 bool regex_match_prefix(const std::string& pattern, const std::string& text) {
@@ -363,4 +363,4 @@ bool regex_match_prefix(const std::string& pattern, const std::string& text) {
   return rc >= 0;
 }
 
-}  // namespace mo::quant
+}  // namespace mo::formats

@@ -6,7 +6,7 @@
 // All fields are uint8_t/int8_t/uint16_t, so every block is 2-byte aligned and has no padding.
 #include <cstdint>
 
-namespace mo::quant {
+namespace mo::formats {
 
 constexpr int QK4_0 = 32;  // weights per block
 constexpr int QK4_1 = 32;
@@ -102,4 +102,4 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 2 + QK_K / 16 + 3 * QK_K / 4, "wrong q6_K block size/padding");
 
-}  // namespace mo::quant
+}  // namespace mo::formats

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace mo::quant {
+namespace mo::formats {
 
 std::uint8_t f32_to_e4m3(float v);  // round to nearest even, saturating to +-448
 float e4m3_to_f32(std::uint8_t v);
@@ -19,4 +19,4 @@ struct Fp8Linear {
 
 Fp8Linear quantize_fp8(const float* w, std::int64_t rows, std::int64_t cols, bool per_channel);
 
-}  // namespace mo::quant
+}  // namespace mo::formats

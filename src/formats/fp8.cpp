@@ -1,4 +1,4 @@
-#include "mo/quant/fp8.h"
+#include "mo/formats/fp8.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "mo/core/error.h"
 
-namespace mo::quant {
+namespace mo::formats {
 namespace {
 
 constexpr float kE4m3Max = 448.0f;
@@ -73,4 +73,4 @@ Fp8Linear quantize_fp8(const float* w, std::int64_t rows, std::int64_t cols, boo
   return f;
 }
 
-}  // namespace mo::quant
+}  // namespace mo::formats

@@ -9,7 +9,7 @@
 #define MO_HOST_DEVICE inline
 #endif
 
-namespace mo::quant {
+namespace mo::formats {
 
 // q: the 12 bytes (a pointer or anything indexable); d, m: the 6-bit scale and min.
 template <class Bytes, class Out>
@@ -23,4 +23,4 @@ MO_HOST_DEVICE void scale_min_k4(int j, const Bytes& q, Out& d, Out& m) {
   }
 }
 
-}  // namespace mo::quant
+}  // namespace mo::formats

@@ -15,6 +15,9 @@ enum class GgmlType : uint32_t {
   TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
 };
 
+// The on-disk id of `t`, for code that keeps type ids as read from a file.
+constexpr uint32_t ggml_id(GgmlType t) { return static_cast<uint32_t>(t); }
+
 struct GgmlTypeInfo {
   const char* name;     // ggml's spelling, e.g. "q4_K"
   uint32_t block_size;  // weights per block
