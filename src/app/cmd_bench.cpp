@@ -1,7 +1,6 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,35 +12,12 @@
 #include "mo/config/commands.h"
 #include "mo/core/error.h"
 #include "mo/core/log.h"
+#include "mo/core/signals.h"
 #include "mo/core/strings.h"
 #include "mo/io/json_file.h"
 
 namespace mo::app {
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void on_interrupt(int) { g_stop.store(true); }
-
-// First Ctrl-C stops the run and keeps what was measured; a second one (handler reset) kills it.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    struct sigaction sa {};
-    sa.sa_handler = on_interrupt;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~InterruptGuard() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 void write_atomically(const std::filesystem::path& path, const std::string& text) {
   const std::filesystem::path tmp = path.string() + ".tmp";
@@ -157,9 +133,12 @@ class BenchCommand : public Command {
     ask_models(o, ctx);
     if (!ctx.server_note.empty()) log::warn("bench: /v1/models: {}", ctx.server_note);
 
-    g_stop.store(false);
-    InterruptGuard guard;
-    const bench::RunResult result = bench::run_benchmark(o, g_stop);
+    // The first Ctrl-C stops the run and keeps what was measured; a second one ends the process.
+    std::atomic<bool> stop{false};
+    const signals::OnStopSignal on_stop([&](int sig) {
+      if (stop.exchange(true)) signals::die_of(sig);
+    });
+    const bench::RunResult result = bench::run_benchmark(o, stop);
     if (!result.calibration.measured) log::warn("bench: prompt lengths {}", result.calibration.note);
     const nlohmann::json results = bench::results_json(result, ctx);
 

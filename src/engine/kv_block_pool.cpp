@@ -63,6 +63,7 @@ std::optional<int> BlockPool::allocate() {
   if (head_ < 0) return std::nullopt;
   const int block = head_;
   unlink_free(block);
+  if (meta_[block].hash) cached_.erase(*meta_[block].hash);
   meta_[block] = KvBlockMeta{.ref_count = 1, .full = false, .hash = std::nullopt};
   return block;
 }
@@ -92,11 +93,24 @@ void BlockPool::mark_full(int block) {
   meta_[block].full = true;
 }
 
-void BlockPool::set_hash(int block, std::uint64_t hash) {
+bool BlockPool::set_hash(int block, std::uint64_t hash) {
   check_id(block, "set_hash");
-  if (meta_[block].ref_count == 0) throw Error(fmt::format("BlockPool::set_hash: block {} is free", block));
-  if (!meta_[block].full) throw Error(fmt::format("BlockPool::set_hash: block {} is not full; only full blocks are keyed", block));
-  meta_[block].hash = hash;
+  KvBlockMeta& m = meta_[block];
+  if (m.ref_count == 0) throw Error(fmt::format("BlockPool::set_hash: block {} is free", block));
+  if (!m.full) throw Error(fmt::format("BlockPool::set_hash: block {} is not full; only full blocks are keyed", block));
+  if (m.hash) {
+    if (*m.hash == hash) return true;
+    throw Error(fmt::format("BlockPool::set_hash: block {} is already keyed; a full block's tokens do not change", block));
+  }
+  if (!cached_.try_emplace(hash, block).second) return false;
+  m.hash = hash;
+  return true;
+}
+
+std::optional<int> BlockPool::cached_block(std::uint64_t hash) const {
+  auto it = cached_.find(hash);
+  if (it == cached_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace mo::engine

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <utility>
 
@@ -79,8 +80,48 @@ void KvCacheManager::fork(std::int64_t parent, std::int64_t child) {
   const Seq& p = seq(parent);
   if (seqs_.contains(child)) throw Error(fmt::format("KV cache: cannot fork {} into {}: sequence {} already exists", parent, child, child));
   Seq c = p;  // copied before emplace, which may rehash and move p
+  c.block_hashes.resize(std::min(c.block_hashes.size(), static_cast<std::size_t>(c.num_tokens / block_size_)));  // keys past the fork may not be the child's
   for (int b : c.blocks) pool_.retain(b);
   seqs_.emplace(child, std::move(c));
+}
+
+std::uint64_t KvCacheManager::block_hash(Seq& s, std::span<const std::int32_t> tokens, int i) const {
+  while (static_cast<int>(s.block_hashes.size()) <= i) {
+    const int k = static_cast<int>(s.block_hashes.size());
+    const std::uint64_t parent = k == 0 ? kKvRootHash : s.block_hashes[k - 1];
+    s.block_hashes.push_back(hash_block_tokens(parent, tokens.subspan(static_cast<std::size_t>(k) * block_size_, block_size_)));
+  }
+  return s.block_hashes[i];
+}
+
+int KvCacheManager::take_cached_prefix(std::int64_t seq_id, std::span<const std::int32_t> tokens) {
+  Seq& s = seq(seq_id);
+  if (s.num_tokens != 0) throw Error(fmt::format("KV cache: sequence {} already holds {} tokens; a cached prefix goes first", seq_id, s.num_tokens));
+  const int len = static_cast<int>(tokens.size());
+  prefix_stats_.queried_tokens += len;
+  const int max_blocks = len > 0 ? (len - 1) / block_size_ : 0;
+  for (int i = 0; i < max_blocks; ++i) {
+    const auto block = pool_.cached_block(block_hash(s, tokens, i));
+    if (!block) break;
+    pool_.retain_cached(*block);
+    s.blocks.push_back(*block);
+  }
+  s.num_tokens = static_cast<int>(s.blocks.size()) * block_size_;
+  prefix_stats_.hit_tokens += s.num_tokens;
+  return s.num_tokens;
+}
+
+void KvCacheManager::cache_full_blocks(std::int64_t seq_id, std::span<const std::int32_t> computed) {
+  Seq& s = seq(seq_id);
+  if (static_cast<int>(computed.size()) > s.num_tokens)
+    throw Error(fmt::format("KV cache: sequence {}: {} tokens computed but only {} have slots", seq_id, computed.size(), s.num_tokens));
+  const int full = static_cast<int>(computed.size()) / block_size_;
+  for (int i = 0; i < full; ++i) {
+    const int b = s.blocks[i];
+    if (pool_.meta(b).hash) continue;
+    pool_.mark_full(b);
+    pool_.set_hash(b, block_hash(s, computed, i));  // false: another block already holds these tokens
+  }
 }
 
 void KvCacheManager::free(std::int64_t seq_id) {

@@ -5,16 +5,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "mo/core/error.h"
+#include "mo/core/signals.h"
 #include "mo/io/gguf.h"
 
 namespace mo::io {
@@ -35,46 +34,20 @@ bool within(const fs::path& inner, const fs::path& outer) {
 std::mutex g_temps_mu;
 std::vector<std::string> g_temps;
 
-// The handler only writes a byte to a pipe (async-signal-safe): removing directories allocates, and
-// allocating in a handler deadlocks when the signal lands while a worker thread holds malloc's lock.
-int g_signal_pipe[2] = {-1, -1};
-volatile std::sig_atomic_t g_signal = 0;
-
-extern "C" void on_stop_signal(int sig) {
-  g_signal = sig;
-  const char byte = 1;
-  [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &byte, 1);
-}
-
-// Waits for the handler's byte on a thread of its own, removes the temporaries, then dies of the signal.
-void remove_temps_on_signal() {
-  char byte = 0;
-  while (::read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
-  }
-  const int sig = g_signal;
-  {
-    std::lock_guard<std::mutex> lock(g_temps_mu);
-    std::error_code ec;
-    // Again when a worker still writing created a file in between.
-    for (int attempt = 0; attempt < 3; ++attempt)
-      for (const auto& t : g_temps) fs::remove_all(t, ec);
-  }
-  std::signal(sig, SIG_DFL);
-  ::kill(::getpid(), sig);
-  ::_exit(128 + sig);
-}
-
+// On SIGINT/SIGTERM the temporaries are removed, then the process ends of the signal. The action runs
+// on the signal module's watcher thread, so it may allocate and lock.
 void install_stop_handler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (::pipe(g_signal_pipe) != 0) return;  // no handler: an interrupted run leaves its temporary to the next sweep
-    std::thread(remove_temps_on_signal).detach();
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
+  static const auto* on_stop = new signals::OnStopSignal([](int sig) {  // for the life of the process
+    {
+      std::lock_guard<std::mutex> lock(g_temps_mu);
+      std::error_code ec;
+      // Again when a worker still writing created a file in between.
+      for (int attempt = 0; attempt < 3; ++attempt)
+        for (const auto& t : g_temps) fs::remove_all(t, ec);
+    }
+    signals::die_of(sig);
   });
+  (void)on_stop;
 }
 
 void track_temp(const std::string& path, bool add) {

@@ -96,12 +96,13 @@ void check_keys(const json& body, const std::set<std::string>& specific) {
 ApiRequest common(const json& body, const ApiContext& ctx, const std::set<std::string>& specific) {
   if (!body.is_object()) throw ApiError(400, fmt::format("the request body must be a JSON object, got {}", type_name(body)));
   check_keys(body, specific);
-  const json* model = find(body, "model");
-  if (!model) throw bad("model", "required");
-  if (!model->is_string()) throw bad("model", fmt::format("expected a string, got {}", type_name(*model)));
-  if (model->get<std::string>() != ctx.model_name)
-    throw ApiError(400, fmt::format("The model `{}` does not exist; this server serves `{}`", model->get<std::string>(), ctx.model_name),
-                   "model", "invalid_request_error", "model_not_found");
+  // Without "model" the request is for the served model, as vLLM and llama-server take it.
+  if (const json* model = find(body, "model")) {
+    if (!model->is_string()) throw bad("model", fmt::format("expected a string, got {}", type_name(*model)));
+    if (model->get<std::string>() != ctx.model_name)
+      throw ApiError(404, fmt::format("The model `{}` does not exist; this server serves `{}`", model->get<std::string>(), ctx.model_name),
+                     "model", "invalid_request_error", "model_not_found");
+  }
   if (const json* lb = find(body, "logit_bias"); lb && !(lb->is_object() && lb->empty()))
     throw bad("logit_bias", "not supported by this server");
   if (const json* user = find(body, "user"); user && !user->is_string()) throw bad("user", "expected a string");

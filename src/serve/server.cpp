@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "mo/core/error.h"
 #include "mo/core/log.h"
 #include "mo/core/memory.h"
+#include "mo/core/signals.h"
 #include "mo/core/strings.h"
 #include "mo/core/thread_pool.h"
 #include "mo/core/device.h"
@@ -81,25 +83,6 @@ std::string device_memory_lines(const engine::Engine& e, double kv_pool_bytes, d
                      format_bytes(static_cast<double>(m.total)), format_bytes(static_cast<double>(m.total - m.free)),
                      format_bytes(static_cast<double>(m.total) * utilization), utilization, format_bytes(kv_pool_bytes));
   return out;
-}
-
-// SIGINT/SIGTERM only set this (a handler is process-wide, whichever thread takes the signal); the
-// shutdown thread below polls it. Counts signals, so a second one stops at once.
-volatile std::sig_atomic_t g_stop_signals = 0;
-volatile std::sig_atomic_t g_last_signal = 0;
-
-void on_stop_signal(int sig) {
-  g_last_signal = sig;
-  g_stop_signals = g_stop_signals + 1;
-}
-
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a crash
 }
 
 }  // namespace
@@ -192,16 +175,22 @@ int run_server(const config::ServeConfig& cfg) {
   http.bind();
   std::cout << fmt::format("serving {} on http://{}:{}/v1 (Ctrl-C to stop)\n", ctx.model_name, cfg.host, cfg.port) << std::flush;
 
-  install_stop_handlers();
+  signals::ignore_broken_pipe();  // a client gone mid-write is an error return, not a crash
+  // SIGINT/SIGTERM only count here; the thread below polls the count, so a second signal stops at once.
+  std::atomic<int> stop_signals{0}, last_signal{0};
+  signals::OnStopSignal on_stop([&](int sig) {
+    last_signal = sig;
+    ++stop_signals;
+  });
   std::atomic<bool> serving{true};
   std::thread waiter([&] {
-    while (serving && g_stop_signals == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (serving && stop_signals == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (!serving) return;
-    log::info("serve: {} received: no new requests; waiting up to {} s for {} in flight", g_last_signal == SIGINT ? "SIGINT" : "SIGTERM",
+    log::info("serve: {} received: no new requests; waiting up to {} s for {} in flight", last_signal == SIGINT ? "SIGINT" : "SIGTERM",
               cfg.shutdown_timeout, loop.metrics().requests_running + loop.metrics().requests_waiting);
     loop.stop_accepting();
     const auto deadline = Clock::now() + std::chrono::duration<double>(cfg.shutdown_timeout);
-    while (!loop.idle() && Clock::now() < deadline && g_stop_signals < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!loop.idle() && Clock::now() < deadline && stop_signals < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     loop.shutdown();  // what is left ends with finish_reason "abort"; requests not yet admitted get 503
     http.drain_streams(5.0);
     http.stop();

@@ -305,8 +305,12 @@ def check_errors(server, model):
     assert status == 400 and "not valid JSON" in e["message"], e
     status, e = error(server.post("/v1/completions", {"model": model, "prompt": "x", "top_p": 7}, auth))
     assert status == 400 and e["param"] == "top_p", e
-    status, e = error(server.post("/v1/completions", {"model": "nope", "prompt": "x"}, auth))
-    assert status == 400 and e["code"] == "model_not_found", e
+    for path, body in (("/v1/completions", {"prompt": "x"}), ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}]})):
+        status, e = error(server.post(path, {"model": "nope", **body}, auth))
+        assert status == 404 and e["code"] == "model_not_found" and e["param"] == "model", e
+        # Without "model" the request is for the served model (as vLLM and llama-server take it).
+        status, data = server.post(path, {**body, "max_tokens": 2}, auth)
+        assert status == 200 and json.loads(data)["model"] == model, data
     status, e = error(server.post("/v1/completions", {"model": model, "prompt": "word " * 20000}, auth))
     assert status == 400 and e["code"] == "context_length_exceeded", e
     status, e = error(server.request("GET", "/v1/nowhere", headers=auth))

@@ -51,6 +51,14 @@ TEST_F(ServeRequest, CompletionMaxTokensDefaultsTo16AndPromptsMayBeTokenIds) {
   EXPECT_EQ(r.prompts[1], (std::vector<std::int32_t>{3}));
 }
 
+TEST_F(ServeRequest, RequestWithoutModelIsForTheServedModel) {
+  EXPECT_EQ(completion_error({{"prompt", "x"}}), "accepted");
+  EXPECT_EQ(completion_error({{"model", nullptr}, {"prompt", "x"}}), "accepted");
+  const auto r = mo::serve::parse_chat_request({{"messages", json::array({json{{"role", "user"}, {"content", "hi"}}})}}, ctx);
+  EXPECT_TRUE(r.chat);
+  EXPECT_EQ(r.prompts.size(), 1u);
+}
+
 TEST_F(ServeRequest, BadParametersAreNamed) {
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"temperature", "hot"}}), "400 temperature: temperature: expected a number, got string");
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"temperature", 3}}), "400 temperature: temperature: expected a number in [0, 2], got 3");
@@ -59,7 +67,8 @@ TEST_F(ServeRequest, BadParametersAreNamed) {
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", 5}}),
             "400 prompt: prompt: expected a string, a list of strings, a list of token ids or a list of such lists (1 to 64 prompts)");
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"bogus", 1}}), "400 bogus: Unrecognized request argument supplied: bogus");
-  EXPECT_EQ(completion_error({{"model", "other"}, {"prompt", "x"}}), "400 model: The model `other` does not exist; this server serves `tiny`");
+  EXPECT_EQ(completion_error({{"model", "other"}, {"prompt", "x"}}), "404 model: The model `other` does not exist; this server serves `tiny`");
+  EXPECT_EQ(completion_error({{"model", 5}, {"prompt", "x"}}), "400 model: model: expected a string, got number");
   EXPECT_EQ(completion_error(json::array()), "400 : the request body must be a JSON object, got array");
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"stop", json::array({1})}}), "400 stop: stop: expected a list of strings, found number");
 }

@@ -181,6 +181,29 @@ TEST(ServeScheduler, EvictedPrefixBlockIsNotReused) {
   EXPECT_EQ(e.step(), "B[0,9)*");
 }
 
+TEST(ServeScheduler, PreemptingASequenceThatSharesAPrefixLeavesTheRunningOnesBlocks) {
+  // 4 blocks of 8. A holds 3 (two of them the shared system prompt), B shares those two and holds 1 more;
+  // A's 25th token needs a block, so B gives its own up, and A's prefix blocks stay A's.
+  FakeEngine e(config(4, 8, 8, 64, true));
+  const auto system = tokens(16);
+  auto a = system, b = system;
+  a.insert(a.end(), {1, 2, 3, 4, 5, 6, 7});  // 23 tokens: the first output is the 24th, in block 3
+  b.push_back(9);
+  e.add({'A', a, 4});
+  EXPECT_EQ(e.step(), "A[0,23)*");
+  const auto a_blocks = e.sched.block_table('A');
+  const std::vector<int> a_prefix(a_blocks.begin(), a_blocks.begin() + 2);
+  e.add({'B', b, 2});
+  EXPECT_EQ(e.step(), "A[23,24)* B[16,17)*");  // B's system prompt comes from A's blocks
+  EXPECT_EQ(std::vector<int>(e.sched.block_table('B').begin(), e.sched.block_table('B').begin() + 2), a_prefix);
+  EXPECT_EQ(e.step(), "A[24,25)* | preempt B");
+  EXPECT_EQ(std::vector<int>(e.sched.block_table('A').begin(), e.sched.block_table('A').begin() + 2), a_prefix);
+  EXPECT_EQ(e.step(), "A[25,26)*");  // B would need a fourth block: it waits; A finishes
+  EXPECT_EQ(e.step(), "B[16,18)*");  // B comes back to the cached system prompt
+  EXPECT_EQ(e.step(), "");
+  EXPECT_EQ(e.sched.num_blocks_used(), 0);
+}
+
 TEST(ServeScheduler, AbortFreesBlocksAtOnceAndLeavesTheQueue) {
   FakeEngine e(config(64, 8, 1, 64));
   e.add({'A', tokens(20), 100});

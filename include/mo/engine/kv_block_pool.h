@@ -1,11 +1,12 @@
 #pragma once
 // Host bookkeeping for the blocks of the paged KV cache: which are free, how many sequences hold each,
-// and per-block metadata for prefix caching. Plain data, no device pointers (see kv_storage.h for the
+// which free block is evicted next, and the prefix cache (content key -> block). Plain data, no device pointers (see kv_storage.h for the
 // memory itself), so schedulers are testable on the CPU. Modelled on vLLM's BlockPool and
 // TensorRT-LLM's KVCacheBlock.
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace mo::engine {
@@ -28,7 +29,8 @@ class BlockPool {
   explicit BlockPool(int num_blocks);
 
   // A free block with ref_count 1 and fresh metadata, or nullopt when none is free (an expected miss).
-  // Takes the block freed longest ago, so recently freed blocks (and their hashes) survive longest.
+  // Takes the block freed longest ago, so recently freed blocks (and their hashes) survive longest; the
+  // block's old contents are gone, so it leaves the prefix cache.
   std::optional<int> allocate();
   // One more holder of an allocated block (a forked sequence).
   void retain(int block);
@@ -38,9 +40,14 @@ class BlockPool {
   // list (keeping its metadata) when no sequence held it.
   void retain_cached(int block);
 
-  // Metadata hooks for prefix caching. mark_full is idempotent; set_hash requires a full block.
+  // Metadata hooks for prefix caching. mark_full is idempotent. set_hash requires a full block and
+  // enters it in the prefix cache under `hash`; false (nothing changes) when another block already
+  // holds those tokens. A block keeps its key while free, until allocate() hands it out again.
   void mark_full(int block);
-  void set_hash(int block, std::uint64_t hash);
+  bool set_hash(int block, std::uint64_t hash);
+  // The block holding the tokens keyed `hash` (in use or free), or nullopt: a prefix-cache lookup.
+  std::optional<int> cached_block(std::uint64_t hash) const;
+  int num_cached() const { return static_cast<int>(cached_.size()); }
 
   int num_free() const { return num_free_; }
   int num_total() const { return static_cast<int>(meta_.size()); }
@@ -55,6 +62,7 @@ class BlockPool {
   void unlink_free(int block);
 
   std::vector<KvBlockMeta> meta_;
+  std::unordered_map<std::uint64_t, int> cached_;  // hash -> the one block whose meta holds that hash
   // The free list is intrusive and doubly linked (-1 ends it) so a later prefix cache can take a
   // particular free block back out of the middle in O(1), as vLLM's FreeKVCacheBlockQueue does.
   std::vector<int> prev_, next_;

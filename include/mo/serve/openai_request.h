@@ -30,7 +30,7 @@ nlohmann::json error_body(const ApiError& e);
 struct ApiContext {
   const tok::Tokenizer* tokenizer = nullptr;
   tok::ModelChatTemplate chat_template;
-  std::string model_name;                  // the only name "model" may carry
+  std::string model_name;                  // the only name "model" may carry; a request without "model" means it
   int max_model_len = 0;                   // prompt + output tokens per sequence
   std::size_t max_token_bytes = 1;         // longest token in bytes: prompts over max_model_len * this are refused unread
   engine::SamplingParams defaults;         // serve.yaml defaults for parameters a request leaves out

@@ -6,16 +6,16 @@
 //      freed, its tokens recomputed later from the front of the waiting queue);
 //   2. then, if nothing was preempted, waiting sequences in arrival order, each starting from the
 //      longest run of its full prompt blocks already in the prefix cache.
-// Host bookkeeping only: the caller runs the model on the plan, then commit()s it and appends the
-// sampled tokens. A request moves WAITING -> RUNNING -> (PREEMPTED -> WAITING) -> FINISHED.
+// Host bookkeeping only: the caller runs the model on the plan, then commit()s it (before the next
+// schedule()) and appends the sampled tokens. Blocks, block tables and the prefix cache are the
+// KvCacheManager's; the scheduler keeps only what to compute next. A request moves WAITING -> RUNNING -> (PREEMPTED -> WAITING) -> FINISHED.
 #include <cstdint>
 #include <deque>
-#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
-#include "mo/engine/kv_block_pool.h"
+#include "mo/engine/kv_cache.h"
 
 namespace mo::serve {
 
@@ -44,11 +44,6 @@ struct StepPlan {
   bool empty() const { return chunks.empty(); }
 };
 
-struct PrefixCacheStats {
-  std::int64_t queried_tokens = 0;  // prompt tokens looked up on admission
-  std::int64_t hit_tokens = 0;      // of those, found in cached blocks
-};
-
 class Scheduler {
  public:
   explicit Scheduler(const SchedulerConfig& cfg);
@@ -71,39 +66,32 @@ class Scheduler {
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   std::span<const std::int64_t> running() const { return running_; }
-  int num_blocks_used() const { return pool_.num_used(); }
-  int num_blocks_free() const { return pool_.num_free(); }
+  int num_blocks_used() const { return kv_.num_used_blocks(); }
+  int num_blocks_free() const { return kv_.num_free_blocks(); }
   int num_preemptions() const { return num_preemptions_; }
-  const PrefixCacheStats& prefix_cache_stats() const { return prefix_stats_; }
+  // Prompt tokens looked up in the prefix cache on admission, and the hits.
+  const engine::PrefixCacheStats& prefix_cache_stats() const { return kv_.prefix_cache_stats(); }
   const SchedulerConfig& config() const { return cfg_; }
 
  private:
   struct Seq {
-    std::vector<std::int32_t> tokens;          // prompt, then output so far
-    std::vector<int> blocks;                   // block table
-    std::vector<std::uint64_t> block_hashes;   // keys of the leading full blocks, as far as computed
-    int num_computed = 0;                      // tokens whose K and V are in the cache
+    std::vector<std::int32_t> tokens;  // prompt, then output so far
+    int num_computed = 0;              // tokens whose K and V are in the cache
     bool use_prefix_cache = true;
   };
   Seq& seq(std::int64_t seq_id);
   const Seq& seq(std::int64_t seq_id) const;
-  // Reserves slots for the next n tokens of s (all or nothing).
-  bool allocate_slots(Seq& s, int n, std::vector<int>& slots);
-  std::optional<int> allocate_block();
-  void free_blocks(Seq& s);
+  // Reserves slots for the next n tokens of seq_id (all or nothing).
+  bool allocate_slots(std::int64_t seq_id, int n, std::vector<int>& slots);
+  // Gives seq_id's blocks back; its tokens will be computed again from the start.
+  void free_blocks(std::int64_t seq_id);
   void preempt_newest();
-  void take_cached_prefix(Seq& s);
-  void cache_full_blocks(Seq& s);
-  std::uint64_t block_hash(Seq& s, int block_index);
 
   SchedulerConfig cfg_;
-  engine::BlockPool pool_;
+  engine::KvCacheManager kv_;  // a sequence is in it while it holds blocks (running)
   std::unordered_map<std::int64_t, Seq> seqs_;
   std::vector<std::int64_t> running_;   // admission order: oldest first
   std::deque<std::int64_t> waiting_;    // preempted ones go to the front
-  std::unordered_map<std::uint64_t, int> cached_;  // prefix hash -> block holding those tokens
-  std::vector<std::optional<std::uint64_t>> hash_of_block_;
-  PrefixCacheStats prefix_stats_;
   int num_preemptions_ = 0;
 };
 
