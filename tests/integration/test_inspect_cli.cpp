@@ -1,5 +1,7 @@
-// inspect --tokenize / --detokenize as a user runs them: text reaches the tokenizer exactly as typed.
+// inspect --tokenize / --detokenize as a user runs them: text reaches the tokenizer exactly as typed, and
+// any file that carries a tokenizer works, runnable model or not.
 #include "cli_run.h"
+#include "../unit/vocab_vectors.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +14,7 @@
 
 namespace {
 
+using mo::test::has;
 using mo::test::run_cli;
 
 const std::string kData = MO_SHARED_DATA;
@@ -44,6 +47,39 @@ TEST(InspectCli, TokenizeKeepsLeadingSpaceAndTrailingNewline) {
   std::ofstream(yaml) << "tokenize: \" hello\\n\"\n";
   EXPECT_EQ(run_cli("inspect " + model + " --config " + yaml.string()).out, id_line(want));
   std::filesystem::remove(yaml);
+}
+
+// llama.cpp's vocab files hold tokenizer metadata and no tensors, with architectures the engine does not
+// run (gpt2, mpt, starcoder2): their own test vectors must come out of the CLI.
+TEST(InspectCli, TokenizeAndDetokenizeWorkOnVocabOnlyGgufOfAnyArchitecture) {
+  for (const char* name : {"gpt-2", "mpt", "starcoder"}) {
+    const std::string vocab = kData + "/tokenizers/llama-cpp-vocab/ggml-vocab-" + name + ".gguf";
+    if (!std::filesystem::exists(vocab)) GTEST_SKIP() << vocab << " not found";
+    int checked = 0;
+    for (const auto& v : mo::test::read_vocab_vectors(vocab)) {
+      if (v.input.empty() || checked == 6) continue;
+      ++checked;
+      auto ids = run_cli("inspect " + vocab + " --tokenize " + shell_quoted(v.input));
+      EXPECT_EQ(ids.code, 0) << name << ": " << ids.err;
+      EXPECT_EQ(ids.out, id_line(v.expected)) << name << " input '" << v.input << "'";
+      const std::string line = id_line(v.expected);
+      auto text = run_cli("inspect " + vocab + " --detokenize '" + line.substr(0, line.size() - 1) + "'");
+      EXPECT_EQ(text.out, v.input + "\n") << name;
+    }
+    EXPECT_EQ(checked, 6) << name;
+  }
+}
+
+TEST(InspectCli, TokenizeReadsADirectoryWithOnlyTokenizerJson) {
+  const std::string dir = kData + "/tokenizers/hf/llama2";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " not found";
+  auto r = run_cli("inspect " + dir + " --tokenize 'Hello world'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, id_line(mo::tok::load_tokenizer_json(dir)->encode("Hello world", true, true)));
+  EXPECT_EQ(r.out, "1 22557 1526\n");  // hf/llama2 holds the Mistral-7B vocabulary
+  auto none = run_cli("inspect " + kData + "/tokenizers --tokenize hi");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_TRUE(has(none.err, "no tokenizer.json in this directory")) << none.err;
 }
 
 }  // namespace
