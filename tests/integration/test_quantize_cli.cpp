@@ -1,4 +1,5 @@
-// `quantize` on stories260K as a user runs it: a plain-text calibration file.
+// `quantize` on stories260K as a user runs it: a plain-text calibration file, and the log it leaves when
+// stderr is a file rather than a terminal.
 #include "cli_run.h"
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -60,6 +61,18 @@ TEST_F(QuantizeCli, EmptyTextCalibrationFileIsOneLineNamingIt) {
   EXPECT_EQ(lines_with(r.err, "error"),
             std::vector<std::string>{"error: " + calib.string() + ": the file is empty; expected plain text (paragraphs separated by blank lines)"})
       << r.err;
+}
+
+// Off a terminal a progress bar prints about a dozen lines, not one per tensor, and always its last.
+TEST_F(QuantizeCli, ProgressIsSparseWhenStderrIsNotATerminal) {
+  auto r = run_cli("quantize --model_path " + kStories + " --quant_method gguf --gguf_type q8_0 --no-eval --threads 2 --output_path " +
+                   (dir_ / "q8.gguf").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto progress = lines_with(r.err, "quantize: tensor ");
+  ASSERT_FALSE(progress.empty()) << r.err;
+  EXPECT_LE(progress.size(), 12u) << r.err;
+  EXPECT_TRUE(has(progress.back(), "quantize: tensor 48/48 [####################]")) << progress.back();
+  EXPECT_FALSE(has(r.err, "\033[K")) << "no terminal escapes in a log file";
 }
 
 }  // namespace
