@@ -14,7 +14,7 @@ void bind(Schema& s, QuantizeConfig& c) {
   s.add("group_size", &c.group_size, "weights per scale along the input dimension; -1 = per output channel").range(-1, 4096);
   s.add("sym", &c.sym, "symmetric INT4/INT8 (zero point fixed; rtn and gptq; awq always stores zero points)");
   s.add("fp8_scale", &c.fp8_scale, "FP8 weight scales per output channel or one per tensor").one_of({"channel", "tensor"});
-  s.add("calibration_data", &c.calibration_data, "calibration samples: a JSON/JSONL file or a built-in set (general, code, chat)")
+  s.add("calibration_data", &c.calibration_data, "calibration samples: a JSON/JSONL file, a text file (one sample per paragraph) or a built-in set (general, code, chat)")
       .alias("custom_calibration").placeholder("FILE");
   s.add("num_samples", &c.num_samples, "calibration samples used").range(1, 100000);
   s.add("max_seq_len", &c.max_seq_len, "tokens per calibration sample").range(16, 1 << 20);
@@ -144,9 +144,9 @@ void bind(Schema& s, EvalConfig& c) {
 void bind(Schema& s, GenerateConfig& c) {
   s.add("model_path", &c.model_path, "model to run: HF directory or .gguf file (a budget preset with --load-format dummy)")
       .placeholder("MODEL").as_positional();
-  s.add("prompt", &c.prompt, "prompt text; empty = start from BOS");
+  s.add("prompt", &c.prompt, "prompt text, kept as given (spaces and newlines included); empty = start from BOS").keep_spaces();
   s.add("chat", &c.chat, "send the prompt as a user message through the model's chat template");
-  s.add("system", &c.system, "system message for --chat");
+  s.add("system", &c.system, "system message for --chat").keep_spaces();
   s.add("max_tokens", &c.max_tokens, "tokens to generate at most").range(1, 1 << 24);
   s.add("temperature", &c.temperature, "sampling temperature; 0 = greedy").range(0, 2);
   s.add("top_k", &c.top_k, "keep the k most likely tokens; 0 = all").range(-1, 1 << 24);
@@ -155,7 +155,7 @@ void bind(Schema& s, GenerateConfig& c) {
   s.add("repetition_penalty", &c.repetition_penalty, "penalty for tokens already in prompt or output (1 = off)").range(1e-3, 10);
   s.add("presence_penalty", &c.presence_penalty, "subtracted from tokens present in the output").range(-2, 2);
   s.add("frequency_penalty", &c.frequency_penalty, "subtracted per occurrence in the output").range(-2, 2);
-  s.add("stop", &c.stop, "stop strings (comma-separated on the command line)");
+  s.add("stop", &c.stop, "stop strings (comma-separated on the command line), kept as given").keep_spaces();
   s.add("ignore_eos", &c.ignore_eos, "keep generating past the end-of-sequence token");
   s.add("seed", &c.seed, "sampling seed (same seed, same output)").range(0, 9.2e18);
   s.add("block_size", &c.block_size, "tokens per KV-cache block (8, 16 or 32)").range(8, 32);
@@ -178,7 +178,7 @@ void bind(Schema& s, ConvertConfig& c) {
 
 void bind(Schema& s, InspectConfig& c) {
   s.add("model_path", &c.model_path, "model directory or .gguf file").placeholder("MODEL").as_positional();
-  s.add("tokenize", &c.tokenize, "print the token ids of TEXT (one line, space-separated)").placeholder("TEXT");
+  s.add("tokenize", &c.tokenize, "print the token ids of TEXT, kept as given (one line, space-separated)").placeholder("TEXT").keep_spaces();
   s.add("detokenize", &c.detokenize, "print the text of the space-separated token IDS").placeholder("IDS");
   s.add("json", &c.json, "print as JSON");
 }

@@ -1,9 +1,11 @@
 #include "mo/config/schema.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 
 #include "mo/core/error.h"
@@ -23,6 +25,25 @@ std::string number_text(double v) {
   return fmt::format("{}", v);
 }
 
+// "a, b" -> "a", " b": the items of a free-text list keep their spaces.
+std::vector<std::string> split_kept(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::size_t start = 0;;) {
+    const std::size_t at = text.find(',', start);
+    out.emplace_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
+// A string as YAML reads it back: plain when that is unambiguous, else double-quoted (a prompt with a
+// leading space or a newline, a stop string "\n\n"); a JSON string is a valid YAML double-quoted scalar.
+std::string yaml_scalar(const std::string& v) {
+  const bool edge_space = !v.empty() && (std::isspace(static_cast<unsigned char>(v.front())) || std::isspace(static_cast<unsigned char>(v.back())));
+  const bool control = std::any_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+  if (!v.empty() && !edge_space && !control && v.find_first_of(":#{}[],&*!|>'\"%@`\\") == std::string::npos) return v;
+  return nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 [[noreturn]] void bad_value(const Field& f, const std::string& text, const std::string& where) {
   throw UsageError(fmt::format("{}: {}: expected {}, got '{}'", where, f.key, f.expected(), text));
@@ -58,6 +79,11 @@ Field& Field::alias(std::string name) {
 
 Field& Field::as_positional() {
   positional = true;
+  return *this;
+}
+
+Field& Field::keep_spaces() {
+  verbatim = true;
   return *this;
 }
 
@@ -140,7 +166,8 @@ std::vector<std::string> Schema::keys() const {
 }
 
 void Schema::set_from_text(const Field& f, const std::string& raw, const std::string& where) {
-  std::string text = trim(raw);
+  // Names, paths, enums and numbers are trimmed; free text (a prompt, a stop string) is not.
+  std::string text = f.verbatim ? raw : trim(raw);
   switch (f.kind) {
     case FieldKind::string: {
       if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), text) == f.choices.end()) {
@@ -177,7 +204,7 @@ void Schema::set_from_text(const Field& f, const std::string& raw, const std::st
     case FieldKind::string_list: {
       // On the command line a list is comma-separated: --skip-layers lm_head,29-31
       std::vector<std::string> items;
-      for (auto& item : split_trimmed(text))
+      for (auto& item : f.verbatim ? split_kept(text) : split_trimmed(text))
         if (!item.empty()) items.push_back(std::move(item));
       *static_cast<std::vector<std::string>*>(f.target) = std::move(items);
       return;
@@ -195,8 +222,13 @@ std::string Schema::to_yaml() const {
   for (const auto& f : fields_) {
     out += fmt::format("\n# {} ({}; default: {})\n", f.help, f.expected(), f.default_text.empty() ? "\"\"" : f.default_text);
     std::string v = f.current_text();
-    if (f.kind == FieldKind::string && (v.empty() || v.find_first_of(":#{}[],&*!|>'\"%@`") != std::string::npos))
-      v = "\"" + v + "\"";
+    if (f.kind == FieldKind::string) {
+      v = yaml_scalar(v);
+    } else if (f.kind == FieldKind::string_list) {
+      std::vector<std::string> items;
+      for (const auto& item : *static_cast<std::vector<std::string>*>(f.target)) items.push_back(yaml_scalar(item));
+      v = "[" + join(items) + "]";
+    }
     out += fmt::format("{}: {}\n", f.key, v);
   }
   return out;

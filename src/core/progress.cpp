@@ -18,8 +18,22 @@ Progress::Progress(std::string what, std::int64_t total, std::string unit)
 
 double Progress::elapsed_seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
+// Off a terminal (a CI log, `2>file`) a line per item would flood the log: print the first update, each
+// tenth of the total, the last, and otherwise at most one line per kLogInterval.
+bool Progress::worth_a_log_line(std::int64_t done, double elapsed) {
+  constexpr double kLogInterval = 30;  // seconds
+  const std::int64_t tenth = total_ > 0 ? 10 * done / total_ : 10;
+  const bool due = printed_lines_ == 0 || done >= total_ || tenth > last_tenth_ || elapsed - last_print_s_ >= kLogInterval;
+  if (!due) return false;
+  last_tenth_ = tenth;
+  last_print_s_ = elapsed;
+  ++printed_lines_;
+  return true;
+}
+
 void Progress::update(std::int64_t done, const std::string& detail) {
   const double el = elapsed_seconds();
+  if (!tty_ && !worth_a_log_line(done, el)) return;
   std::string eta = done > 0 && done < total_ ? fmt::format(", ETA {}", format_duration(el / done * (total_ - done))) : "";
   constexpr int kBar = 20;
   const int filled = total_ > 0 ? static_cast<int>(kBar * done / total_) : kBar;

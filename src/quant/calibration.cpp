@@ -120,7 +120,7 @@ struct Resolved {
 };
 
 Resolved resolve_source(const std::string& source) {
-  if (source.empty()) throw UsageError("calibration_data is empty; expected a JSON/JSONL file or a built-in set (general, code, chat)");
+  if (source.empty()) throw UsageError("calibration_data is empty; expected a JSON/JSONL/text file or a built-in set (general, code, chat)");
   std::string name = source;
   for (std::string_view prefix : {"built-in:", "builtin:"})
     if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
@@ -273,7 +273,8 @@ CalibrationSet load_calibration(const CalibrationOptions& opt, const tok::Tokeni
                            format_count(set.near_duplicates_removed));
   if (set.empty_skipped) removed += fmt::format(", {} empty skipped", format_count(set.empty_skipped));
   const std::string what = set.builtin ? fmt::format("built-in {}: {}; {} records", src.builtin->name, src.builtin->provenance, format_count(set.records))
-                                       : fmt::format("{} ({}, field {}): {} records", src.path, read.format, opt.text_field, format_count(set.records));
+                                       : fmt::format("{} ({}{}): {} records", src.path, read.format,
+                                                     read.format == "text paragraphs" ? "" : ", field " + opt.text_field, format_count(set.records));
   set.description = fmt::format("{}{}; {} {} samples, {} tokens from {} records", what, removed, set.samples.size(),
                                 opt.pack ? "packed" : "truncated", format_count(set.tokens), format_count(set.records_used));
   return set;

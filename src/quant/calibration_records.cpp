@@ -210,12 +210,38 @@ void read_jsonl(std::string_view text, const std::string& path, Extractor& ex) {
   }
 }
 
+// Plain text as llama-imatrix users write it: one record per paragraph, paragraphs separated by blank
+// lines; a paragraph keeps its inner line breaks (CRLF read as LF).
+void read_paragraphs(std::string_view text, CalibrationRecords& out) {
+  std::string paragraph;
+  const auto flush = [&] {
+    if (paragraph.empty()) return;
+    ++out.total;
+    out.records.push_back({std::move(paragraph), false});
+    paragraph.clear();
+  };
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (blank(line)) {
+      flush();
+      continue;
+    }
+    if (!paragraph.empty()) paragraph += '\n';
+    paragraph += line;
+  }
+  flush();
+}
+
 }  // namespace
 
 CalibrationRecords read_calibration_records(const std::string& path, const std::string& text_field,
                                             const tok::ModelChatTemplate& chat) {
   if (std::filesystem::is_directory(path))
-    throw UsageError(path + ": is a directory; expected a JSON or JSONL calibration file");
+    throw UsageError(path + ": is a directory; expected a JSON, JSONL or text calibration file");
   const MappedFile file(path);
   std::string_view text(file.size() ? reinterpret_cast<const char*>(file.data()) : "", file.size());
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
@@ -225,9 +251,16 @@ CalibrationRecords read_calibration_records(const std::string& path, const std::
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   std::string ext = to_lower(std::filesystem::path(path).extension().string());
   const bool jsonl_name = ext == ".jsonl" || ext == ".ndjson";
+  const bool text_name = ext == ".txt" || ext == ".text";
+  // Plain text by name, or by content when the name does not promise JSON (a file called "corpus").
+  const bool text_content = first != std::string_view::npos && text[first] != '[' && text[first] != '{' && text[first] != '"';
 
   if (first == std::string_view::npos) {
-    throw UsageError(path + ": the file is empty; expected a JSON array of strings or objects, or JSONL (one record per line)");
+    throw UsageError(path + ": the file is empty; expected " + (text_name ? std::string("plain text (paragraphs separated by blank lines)")
+                                                                          : std::string("a JSON array of strings or objects, or JSONL (one record per line)")));
+  } else if (text_name || (text_content && !jsonl_name && ext != ".json")) {
+    out.format = "text paragraphs";
+    read_paragraphs(text, out);
   } else if (!jsonl_name && text[first] == '[') {
     out.format = "JSON array";
     json doc;
@@ -259,8 +292,9 @@ CalibrationRecords read_calibration_records(const std::string& path, const std::
     for (char& c : start)
       if (static_cast<unsigned char>(c) < 0x20) c = ' ';
     throw UsageError(path + ": not JSON or JSONL (it starts with \"" + start +
-                     "\"); expected a JSON array of strings or objects, or JSONL (one record per line)");
+                     "\"); expected a JSON array of strings or objects, or JSONL (one record per line); name a plain-text file .txt");
   }
+  if (out.total == 0 && out.format == "text paragraphs") throw UsageError(path + ": no paragraphs of text; expected paragraphs separated by blank lines");
   if (out.total == 0) throw UsageError(path + ": no records; expected a JSON array of strings or objects, or JSONL (one record per line)");
   return out;
 }

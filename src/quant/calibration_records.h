@@ -1,5 +1,5 @@
 #pragma once
-// Reading calibration records out of a JSON / JSONL file (the part of calibration.cpp that knows files).
+// Reading calibration records out of a JSON / JSONL / text file (the part of calibration.cpp that knows files).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,7 +17,7 @@ struct CalibrationRecords {
   std::vector<CalibrationRecord> records;  // non-empty texts in file order
   std::int64_t total = 0;                  // records in the file
   std::int64_t empty = 0;                  // records with no text (left out of `records`)
-  std::string format;                      // "JSONL" or "JSON array"
+  std::string format;                      // "JSONL", "JSON array" or "text paragraphs"
   std::vector<std::string> warnings;
 };
 

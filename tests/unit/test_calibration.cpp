@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mo/core/error.h"
 #include "mo/quant/calibration.h"
@@ -124,6 +125,28 @@ TEST_F(Calibration, JsonlTextPromptCompletionAndCustomField) {
   const auto custom = load(write("c.jsonl", "{\"body\": \"custom field text\"}\n"), 1, 64, false, "body");
   ASSERT_EQ(custom.samples.size(), 1u);
   EXPECT_EQ(custom.samples[0], ids("custom field text"));
+}
+
+// A text file as llama-imatrix users keep them: each blank-line-separated paragraph is one record, inner
+// line breaks kept, CRLF read as LF, runs of blank lines (spaces included) one separator.
+TEST_F(Calibration, TextFileGivesOneSamplePerParagraph) {
+  const std::vector<std::string> paragraphs = {"Once upon a time\nthere was a fox.", "The second paragraph.", "{ not JSON, just braces }"};
+  const auto path = write("notes.txt", "\n" + paragraphs[0] + "\n\n \t\n" + "The second paragraph.\r\n\r\n" + paragraphs[2] + "\n");
+  const auto set = load(path, 4, 64);
+  EXPECT_EQ(set.records, 3);
+  ASSERT_EQ(set.samples.size(), 3u);
+  std::vector<std::vector<std::int32_t>> want, got = set.samples;
+  for (const auto& p : paragraphs) want.push_back(ids(p));
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(contains(set.description, "notes.txt (text paragraphs): 3 records")) << set.description;
+
+  // Without an extension the content decides; a .jsonl name still promises JSON.
+  EXPECT_EQ(load(write("corpus", "first\n\nsecond\n"), 4, 64).records, 2);
+  EXPECT_TRUE(contains(error_of("plain.jsonl", "just some plain text\n"), "plain.jsonl: not JSON or JSONL"));
+  EXPECT_EQ(error_of("empty.txt", "\n \n"), dir_.string() + "/empty.txt: the file is empty; expected plain text (paragraphs separated by blank lines)");
+  EXPECT_EQ(error_of("blank.txt", " \v\n\f\n"), dir_.string() + "/blank.txt: no paragraphs of text; expected paragraphs separated by blank lines");
 }
 
 TEST_F(Calibration, MessagesAreRenderedWithTheChatTemplate) {
@@ -283,8 +306,8 @@ TEST_F(Calibration, ErrorsNameTheFileLineAndField) {
   EXPECT_TRUE(contains(e, "broken.json:2:") && contains(e, "invalid JSON")) << e;
   e = error_of("empty.jsonl", "\n  \n");
   EXPECT_TRUE(contains(e, "empty.jsonl: the file is empty")) << e;
-  e = error_of("text.txt", "just some plain text\n");
-  EXPECT_TRUE(contains(e, "text.txt: not JSON or JSONL")) << e;
+  e = error_of("text.json", "just some plain text\n");
+  EXPECT_TRUE(contains(e, "text.json: not JSON or JSONL")) << e;
   e = error_of("obj.json", "{\n  \"data\": [\"a\"]\n}\n");
   EXPECT_TRUE(contains(e, "obj.json: the top-level JSON value is an object (fields: data)")) << e;
   e = error_of("allempty.json", R"(["", "  ", {"text": ""}])");

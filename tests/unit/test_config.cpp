@@ -135,6 +135,36 @@ TEST(Config, PrintedConfigLoadsBackToTheSameValues) {
   EXPECT_DOUBLE_EQ(b.gpu_memory_utilization, 0.90);
 }
 
+// A prompt's leading space or trailing newline changes its tokens: free text is kept as given, while
+// names and numbers around it are still trimmed.
+TEST(Config, FreeTextKeepsItsSpacesWhereNamesAreTrimmed) {
+  mo::config::GenerateConfig c;
+  Schema s("generate");
+  mo::config::bind(s, c);
+  load_yaml_text(s, "prompt: \" Once upon\\n\"\nsystem: \"  Be brief. \"\nstop: [\"\\n\\n\", \" The end\"]\n"
+                    "model_path: \"  model.gguf  \"\nmax_tokens: \" 12 \"\n", "generate.yaml");
+  EXPECT_EQ(c.prompt, " Once upon\n");
+  EXPECT_EQ(c.system, "  Be brief. ");
+  EXPECT_EQ(c.stop, (std::vector<std::string>{"\n\n", " The end"}));
+  EXPECT_EQ(c.model_path, "model.gguf");
+  EXPECT_EQ(c.max_tokens, 12);
+  // As a flag: comma-separated stop strings keep their spaces too.
+  Schema::set_from_text(*s.find("prompt"), "\tTab first ", "flag --prompt");
+  Schema::set_from_text(*s.find("stop"), "\n,  and", "flag --stop");
+  EXPECT_EQ(c.prompt, "\tTab first ");
+  EXPECT_EQ(c.stop, (std::vector<std::string>{"\n", "  and"}));
+
+  // --print-config writes them so that they load back unchanged.
+  c.prompt = " say \"hi\"\\n\n";
+  mo::config::GenerateConfig back;
+  Schema sb("generate");
+  mo::config::bind(sb, back);
+  load_yaml_text(sb, s.to_yaml(), "printed.yaml");
+  EXPECT_EQ(back.prompt, c.prompt);
+  EXPECT_EQ(back.system, c.system);
+  EXPECT_EQ(back.stop, c.stop);
+}
+
 // Every example in configs/ must load with its command's schema, so the examples never rot.
 template <typename Config>
 void expect_loads(const std::string& file, const char* section) {

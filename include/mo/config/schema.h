@@ -22,12 +22,15 @@ struct Field {
   std::string default_text;          // the value at bind time, as text
   std::string value_name;            // shown in --help, e.g. "GIB", "FILE"
   bool positional = false;           // also accepted as a bare argument, in declaration order
+  bool verbatim = false;             // free text (a prompt): kept as given, not trimmed
+
 
   Field& range(std::optional<double> lo, std::optional<double> hi);
   Field& one_of(std::vector<std::string> allowed);
   Field& alias(std::string name);
   Field& placeholder(std::string name);
   Field& as_positional();
+  Field& keep_spaces();  // marks free text whose leading/trailing spaces and newlines matter
 
   // What a valid value looks like, for errors and help: "an integer >= 1", "one of fp16, bf16".
   std::string expected() const;

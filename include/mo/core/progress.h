@@ -1,6 +1,7 @@
 #pragma once
 // Progress of a long step on the terminal: "quantize: layer 7/30 [####......] 0:42 elapsed, ETA 2:18".
-// Rewrites one line on a terminal (stderr); prints a line per update elsewhere (CI logs).
+// Rewrites one line on a terminal (stderr); elsewhere (CI logs, 2>file) prints a dozen lines or so per
+// bar: the first update, every tenth of the total, the last, and one at least every 30 s.
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -22,6 +23,10 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
   bool tty_;
   bool open_line_ = false;
+  // Non-terminal throttling: the tenth of the total and the time of the last line printed.
+  std::int64_t last_tenth_ = 0, printed_lines_ = 0;
+  double last_print_s_ = 0;
+  bool worth_a_log_line(std::int64_t done, double elapsed);
 };
 
 std::string format_duration(double seconds);  // "0:42", "12:05", "1:02:03"

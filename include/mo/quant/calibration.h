@@ -1,6 +1,6 @@
 #pragma once
-// Calibration data for `quantize`: text records from a JSON / JSONL file or a built-in set, cleaned of
-// duplicates and tokenized into the samples that the quantizers run through the model.
+// Calibration data for `quantize`: text records from a JSON / JSONL file, the paragraphs of a text file
+// or a built-in set, cleaned of duplicates and tokenized into the samples that the quantizers run through the model.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,7 +11,7 @@
 namespace mo::quant {
 
 struct CalibrationOptions {
-  std::string source = "general";   // a .json / .jsonl file, or a built-in set: general | code | chat
+  std::string source = "general";   // a .json / .jsonl / .txt file, or a built-in set: general | code | chat
   // Where a record's text is: auto (text, else messages, else prompt+completion, per record) | text |
   // messages ([{role, content}], rendered with the model's chat template) | prompt+completion | any
   // other key of the records holding a string or a messages list.
