@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "mo/core/strings.h"
+#include "mo/core/named_table.h"
 
 namespace mo::budget {
 
@@ -22,17 +22,7 @@ const std::vector<GpuPreset>& gpu_presets() {
   return gpus;
 }
 
-const GpuPreset* find_gpu_preset(const std::string& name) {
-  const std::string n = to_lower(name);
-  for (const auto& p : gpu_presets())
-    if (p.name == n) return &p;
-  return nullptr;
-}
-
-std::vector<std::string> gpu_preset_names() {
-  std::vector<std::string> out;
-  for (const auto& p : gpu_presets()) out.push_back(p.name);
-  return out;
-}
+const GpuPreset* find_gpu_preset(const std::string& name) { return find_by_name(gpu_presets(), name); }
+std::vector<std::string> gpu_preset_names() { return names_of(gpu_presets()); }
 
 }  // namespace mo::budget

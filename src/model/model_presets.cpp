@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "mo/core/error.h"
+#include "mo/core/named_table.h"
 #include "mo/core/strings.h"
 #include "mo/io/gguf.h"
 #include "mo/model/model_source.h"
@@ -54,18 +55,8 @@ const std::vector<ModelPreset>& model_presets() {
   return presets;
 }
 
-const ModelPreset* find_model_preset(const std::string& name) {
-  const std::string n = to_lower(name);
-  for (const auto& p : model_presets())
-    if (p.name == n) return &p;
-  return nullptr;
-}
-
-std::vector<std::string> model_preset_names() {
-  std::vector<std::string> out;
-  for (const auto& p : model_presets()) out.push_back(p.name);
-  return out;
-}
+const ModelPreset* find_model_preset(const std::string& name) { return find_by_name(model_presets(), name); }
+std::vector<std::string> model_preset_names() { return names_of(model_presets()); }
 
 ModelShape load_model_shape(const std::string& spec) {
   namespace fs = std::filesystem;
