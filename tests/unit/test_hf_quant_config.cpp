@@ -134,10 +134,49 @@ TEST(HfQuantConfig, RejectsWhatItCannotLoadWithTheKey) {
             std::string::npos);
   json w4 = fp8_quantization_config({});
   w4["format"] = "pack-quantized";
-  EXPECT_NE(error_of(w4).find("'pack-quantized' is not supported"), std::string::npos);
+  EXPECT_NE(error_of(w4).find("config_groups.group_0.weights: 8-bit float weights are not supported (pack-quantized"), std::string::npos);
+  json sparse = fp8_quantization_config({});
+  sparse["format"] = "sparse-24-bitmask";
+  EXPECT_NE(error_of(sparse).find("format: compressed-tensors format 'sparse-24-bitmask' is not supported"), std::string::npos);
+  json actorder = ct_pack_quantized_config({{{4, 32, true, {"m"}}}});
+  actorder["config_groups"]["group_0"]["weights"]["actorder"] = "group";
+  EXPECT_NE(error_of(actorder).find("group_0.weights.actorder: \"group\" (weight_g_idx) is not supported"), std::string::npos);
   json block = fp8_quantization_config({});
   block["config_groups"]["group_0"]["weights"]["strategy"] = "block";
   EXPECT_NE(error_of(block).find("'block' scales are not supported"), std::string::npos);
+}
+
+// Mixed precisions as llm-compressor writes them: one group per precision, each naming its modules.
+TEST(HfQuantConfig, WritesAndParsesPackQuantizedGroupsPerPrecision) {
+  CtPackedConfigOptions o;
+  o.groups = {{4, 32, true, {"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj"}},
+              {8, -1, false, {"model.layers.0.mlp.down_proj"}}};
+  o.ignore = {"lm_head", "model.layers.1.mlp.up_proj"};
+  const json q = ct_pack_quantized_config(o);
+  EXPECT_EQ(q["quant_method"], "compressed-tensors");
+  EXPECT_EQ(q["format"], "pack-quantized");
+  EXPECT_EQ(q["quantization_status"], "compressed");
+  const json& g0 = q["config_groups"]["group_0"];
+  const json w4 = json::parse(R"({"num_bits": 4, "type": "int", "symmetric": true, "group_size": 32, "strategy": "group",
+      "block_structure": null, "dynamic": false, "actorder": null, "observer": "minmax", "observer_kwargs": {}})");
+  EXPECT_EQ(g0["weights"], w4);
+  EXPECT_TRUE(g0["input_activations"].is_null());
+  EXPECT_EQ(q["config_groups"]["group_1"]["weights"]["strategy"], "channel");
+  EXPECT_TRUE(q["config_groups"]["group_1"]["weights"]["group_size"].is_null());
+
+  const auto c = parse_quantization_config(q);
+  EXPECT_EQ(c.describe(), "compressed-tensors pack-quantized (int4 g32 sym, int8 per-channel asym)");
+  const ModuleQuant k = c.module("model.layers.0.self_attn.k_proj");
+  EXPECT_TRUE(k.quantized);
+  EXPECT_EQ(k.bits, 4);
+  EXPECT_EQ(k.group_size, 32);
+  const ModuleQuant down = c.module("model.layers.0.mlp.down_proj");
+  EXPECT_EQ(down.bits, 8);
+  EXPECT_EQ(down.group_size, -1);
+  EXPECT_FALSE(down.sym);
+  EXPECT_FALSE(c.module("model.layers.1.mlp.up_proj").quantized);   // ignored
+  EXPECT_FALSE(c.module("model.layers.1.mlp.gate_proj").quantized);  // in no group
+  EXPECT_FALSE(c.module("lm_head").quantized);
 }
 
 TEST(HfQuantConfig, RegexIsPythonReMatch) {
