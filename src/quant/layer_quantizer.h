@@ -19,6 +19,7 @@ namespace mo::quant {
 struct PipelineSettings {
   std::string method;          // rtn | awq | gptq | fp8
   OutputLayout layout = OutputLayout::gptq;
+  std::string checkpoint_format = "auto";  // rtn/gptq: auto | gptq | compressed-tensors (the layout written once all layers are done)
   int bits = 4, group_size = 128, fallback_bits = 8;
   bool sym = true, fp8_per_channel = true;
   double threshold = 0.98;     // 0: no sensitivity check
