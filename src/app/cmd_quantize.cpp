@@ -81,7 +81,7 @@ class QuantizeCommand : public Command {
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
     quant::QuantizeReport r = quant::quantize_model(quantize_options(cfg_));
     if (cfg_.json) {
-      nlohmann::json j = {{"input", r.input}, {"output", r.output}, {"method", r.method}, {"summary", r.summary},
+      nlohmann::json j = {{"input", r.input}, {"output", r.output}, {"method", r.method}, {"summary", r.summary}, {"layout", r.layout}, {"loads_in", r.loaders},
                           {"name_suggestion", r.name_suggestion}, {"input_bytes", r.input_bytes}, {"output_bytes", r.output_bytes},
                           {"seconds", r.seconds}, {"peak_rss_bytes", r.peak_rss}, {"notes", r.notes}};
       if (cfg_.eval && cfg_.load_format != "dummy") {
@@ -96,6 +96,7 @@ class QuantizeCommand : public Command {
     for (const auto& d : r.decisions) changed += !d.reason.empty();
     std::cout << fmt::format("quantized {} -> {}\n", r.input, r.output);
     std::cout << fmt::format("  {}\n", r.summary);
+    if (!r.layout.empty()) std::cout << fmt::format("  layout: {}; loads in: {}\n", r.layout, r.loaders);
     if (r.input_bytes > 0)
       std::cout << fmt::format("  size: {} -> {} of tensor data ({:.2f}x smaller)\n", format_bytes(r.input_bytes), format_bytes(r.output_bytes),
                                static_cast<double>(r.input_bytes) / static_cast<double>(r.output_bytes));

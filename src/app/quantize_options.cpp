@@ -35,6 +35,9 @@ quant::QuantizeOptions quantize_options(const config::QuantizeConfig& c) {
   o.group_size = small_int("group_size", c.group_size);  // -1 in the config is formats::kGroupPerChannel
   o.sym = c.sym;
   o.fp8_scale = c.fp8_scale == "tensor" ? quant::Fp8Scale::per_tensor : quant::Fp8Scale::per_channel;
+  o.checkpoint_format = c.checkpoint_format == "gptq"                 ? quant::CheckpointFormat::gptq
+                        : c.checkpoint_format == "compressed-tensors" ? quant::CheckpointFormat::compressed_tensors
+                                                                      : quant::CheckpointFormat::automatic;
   o.calibration_data = c.calibration_data;
   o.num_samples = c.num_samples;
   o.max_seq_len = c.max_seq_len;

@@ -14,6 +14,9 @@ void bind(Schema& s, QuantizeConfig& c) {
   s.add("group_size", &c.group_size, "weights per scale along the input dimension; -1 = per output channel").range(-1, 4096);
   s.add("sym", &c.sym, "symmetric INT4/INT8 (zero point fixed; rtn and gptq; awq always stores zero points)");
   s.add("fp8_scale", &c.fp8_scale, "FP8 weight scales per output channel or one per tensor").one_of({"channel", "tensor"});
+  s.add("checkpoint_format", &c.checkpoint_format,
+        "rtn/gptq output layout: auto = GPTQ when every linear has one precision, compressed-tensors pack-quantized when they differ "
+        "(Transformers' GPTQ loader ignores per-module overrides)").one_of({"auto", "gptq", "compressed-tensors"});
   s.add("calibration_data", &c.calibration_data, "calibration samples: a JSON/JSONL file, a text file (one sample per paragraph) or a built-in set (general, code, chat)")
       .alias("custom_calibration").placeholder("FILE");
   s.add("num_samples", &c.num_samples, "calibration samples used").range(1, 100000);

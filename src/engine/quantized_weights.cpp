@@ -100,6 +100,43 @@ formats::Fp8Linear fp8_linear(const model::ModelFiles& f, const model::StoredTen
   return l;
 }
 
+// compressed-tensors pack-quantized: weight_packed [out, ceil(in/pf)], weight_scale [out, groups] (f16 is
+// stored as is; BF16 / F32 scales, which other writers use, go through f32 to f16), weight_zero_point
+// [ceil(out/pf), groups] when asymmetric, weight_shape {out, in} when present.
+formats::QuantizedLinear ct_int_linear(const model::ModelFiles& f, const formats::ModuleQuant& mq, const model::StoredTensor& packed,
+                                     const std::string& module, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t pf = 32 / mq.bits, G = mq.group_size == -1 ? cols : mq.group_size, groups = (cols + G - 1) / G;
+  expect(f, packed, "I32", {rows, (cols + pf - 1) / pf});
+  const auto& st = need(f, module + ".weight_scale");
+  if (shape_of(st) != std::vector<std::int64_t>{rows, groups})
+    throw Error(fmt::format("{}: tensor '{}': expected [{}, {}] scales ({} groups of {}), found [{}]", f.path(), st.file_name, rows, groups,
+                            groups, G, fmt::join(shape_of(st), ", ")));
+  if (const auto* ws = f.find(module + ".weight_shape")) {
+    const bool i64 = ws->dtype == "I64";
+    std::vector<std::int64_t> shape;
+    if (i64) shape = copy_as<std::int64_t>(*ws);
+    else if (ws->dtype == "I32")
+      for (auto v : copy_as<std::int32_t>(*ws)) shape.push_back(v);
+    if (shape != std::vector<std::int64_t>{rows, cols})
+      throw Error(fmt::format("{}: tensor '{}': expected {{{}, {}}} (I64 or I32), found {} [{}]", f.path(), ws->file_name, rows, cols, ws->dtype,
+                              fmt::join(shape, ", ")));
+  }
+  formats::CtPackedTensors t;
+  t.weight_packed = copy_as<std::int32_t>(packed);
+  if (st.dtype == "f16") {
+    t.weight_scale = copy_as<std::uint16_t>(st);
+  } else {
+    for (float v : floats_of(f, st)) t.weight_scale.push_back(f32_to_f16(v));
+  }
+  if (!mq.sym) {
+    const auto& zt = need(f, module + ".weight_zero_point");
+    expect(f, zt, "I32", {(rows + pf - 1) / pf, groups});
+    t.weight_zero_point = copy_as<std::int32_t>(zt);
+  }
+  t.in = cols, t.out = rows, t.groups = groups, t.bits = mq.bits;
+  return formats::unpack_ct(t, mq.group_size, mq.sym);
+}
+
 // Codes, zeros, scales and g_idx of an AWQ or GPTQ linear, checked against the shapes the formats give.
 formats::QuantizedLinear int_linear(const model::ModelFiles& f, const formats::HfQuantConfig& c, const formats::ModuleQuant& mq,
                                   const model::StoredTensor& qweight, const std::string& module, std::int64_t rows, std::int64_t cols) {
@@ -275,9 +312,10 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
   const auto hf_weight = model::gguf_to_hf_name(base + ".weight");
   if (!hf_weight) throw Error(fmt::format("{}: no HF module name for '{}'", f.path(), base));
   const std::string module = hf_weight->substr(0, hf_weight->size() - 7);  // drop ".weight"
-  const bool fp8 = config_.method == formats::QuantMethod::fp8;
+  const bool fp8 = config_.method == formats::QuantMethod::fp8, ct_int = config_.method == formats::QuantMethod::ct_int;
   const model::StoredTensor* weight = f.find(base + ".weight");
-  const model::StoredTensor* qweight = f.find(module + ".qweight");
+  const std::string qweight_name = module + (ct_int ? ".weight_packed" : ".qweight");
+  const model::StoredTensor* qweight = f.find(qweight_name);
   const bool stored_quantized = fp8 ? weight && weight->dtype == "F8_E4M3" : qweight != nullptr;
   // The LM head is quantized only when the checkpoint says so with its tensors (GPTQModel lm_head,
   // compressed-tensors without lm_head in `ignore`); AutoAWQ and most writers keep it float.
@@ -291,13 +329,13 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
   }
   if (!stored_quantized)
     throw Error(fmt::format("{}: quantization_config ({}) quantizes {} but tensor '{}' is missing", f.path(), config_.describe(), module,
-                            fp8 ? module + ".weight (F8_E4M3)" : module + ".qweight"));
+                            fp8 ? module + ".weight (F8_E4M3)" : qweight_name));
 
   if (fp8) {
     ++counts_["f32 (fp8 weights dequantized: fp8 value * scale)"];
     return owned_matrix(base + ".weight", ggml_id(GgmlType::F32), rows, cols, to_f32_bytes(fp8_linear(f, *weight, module, rows, cols).dequantize()), owned);
   }
-  const formats::QuantizedLinear q = int_linear(f, config_, mq, *qweight, module, rows, cols);
+  const formats::QuantizedLinear q = ct_int ? ct_int_linear(f, mq, *qweight, module, rows, cols) : int_linear(f, config_, mq, *qweight, module, rows, cols);
   if (!mq.desc_act && !q.contiguous_groups()) ++g_idx_without_desc_act_;
   std::vector<std::int32_t> order;
   const std::string q4z_why = q4z_obstacle(q, order);
@@ -315,6 +353,12 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
   } else {
     ++counts_[fmt::format("f32 ({}: exact dequantization)", obstacle)];
     m = owned_matrix(base + ".weight", ggml_id(GgmlType::F32), rows, cols, to_f32_bytes(q.dequantize()), owned);
+  }
+  if (ct_int) {
+    // No device kernel reads pack-quantized words yet: the GPU path uploads the CPU form (q8_0, or f16).
+    for (const char* t : {".weight_packed", ".weight_scale", ".weight_zero_point"})
+      if (const auto* st = f.find(module + t)) release_pages(st->bytes);
+    return m;
   }
   m.packed = packed_of(f, config_, mq, *qweight, module, cols, q);
   for (const auto& span : {m.packed->qweight, m.packed->qzeros, m.packed->scales}) release_pages(span);

@@ -19,10 +19,25 @@ using json = nlohmann::json;
 
 // compressed-tensors' QuantizationArgs forbids unknown keys and has gained keys over time
 // (scale_dtype, zp_dtype); these ten are the ones every release since mid-2024 accepts.
-json fp8_args(const char* strategy, bool dynamic, const json& observer) {
-  return {{"num_bits", 8},       {"type", "float"},        {"symmetric", true}, {"group_size", nullptr},
+json quant_args(int bits, const char* type, bool sym, const json& group_size, const char* strategy, bool dynamic, const json& observer) {
+  return {{"num_bits", bits},    {"type", type},           {"symmetric", sym},  {"group_size", group_size},
           {"strategy", strategy}, {"block_structure", nullptr}, {"dynamic", dynamic}, {"actorder", nullptr},
           {"observer", observer}, {"observer_kwargs", json::object()}};
+}
+
+json fp8_args(const char* strategy, bool dynamic, const json& observer) {
+  return quant_args(8, "float", true, nullptr, strategy, dynamic, observer);
+}
+
+// The top-level keys of a compressed-tensors quantization_config as llm-compressor writes them.
+json compressed_tensors_config(const char* format, const std::vector<std::string>& ignore, json groups) {
+  return {{"quant_method", "compressed-tensors"},
+          {"format", format},
+          {"quantization_status", "compressed"},
+          {"global_compression_ratio", nullptr},
+          {"kv_cache_scheme", nullptr},
+          {"ignore", ignore},
+          {"config_groups", std::move(groups)}};
 }
 
 std::string lower(std::string s) {
@@ -148,15 +163,41 @@ void parse_gptq(const J& q, HfQuantConfig& c) {
   }
 }
 
+// One config group's weights: FP8 (float-quantized) or 4/8-bit integers (pack-quantized).
+template <class J>
+ModuleQuant parse_ct_weights(const J& w, const std::string& ww, bool integer) {
+  const int bits = get_int(w, {"num_bits"}, 8, ww.c_str());
+  const std::string type = get_string(w, "type", "int", ww.c_str());
+  if (!integer && (bits != 8 || type != "float"))
+    throw UsageError(fmt::format("quantization_config{}: {}-bit {} weights are not supported (FP8: num_bits 8, type float)", ww, bits, type));
+  if (integer && ((bits != 4 && bits != 8) || type != "int"))
+    throw UsageError(fmt::format("quantization_config{}: {}-bit {} weights are not supported (pack-quantized: num_bits 4 or 8, type int)", ww,
+                                 bits, type));
+  const bool sym = get_bool(w, "symmetric", true, ww.c_str());
+  if (!integer && !sym) throw UsageError(fmt::format("quantization_config{}.symmetric: FP8 weights must be symmetric", ww));
+  if (const J* d = find_key(w, "dynamic"); d && !(d->is_boolean() && !d->template get<bool>()))
+    throw UsageError(fmt::format("quantization_config{}.dynamic: weights quantized at run time are not supported", ww));
+  const int group = find_key(w, "group_size") ? get_int(w, {"group_size"}, 0, ww.c_str()) : 0;
+  std::string strategy = get_string(w, "strategy", "", ww.c_str());
+  if (strategy.empty()) strategy = group == -1 ? "channel" : group > 0 ? "group" : "tensor";
+  if (!integer && strategy != "channel" && strategy != "tensor")
+    throw UsageError(fmt::format("quantization_config{}.strategy: FP8 '{}' scales are not supported (channel or tensor)", ww, strategy));
+  if (integer && strategy != "channel" && !(strategy == "group" && group > 0))
+    throw UsageError(fmt::format("quantization_config{}.strategy: integer '{}' scales{} are not supported (group with a group_size, or channel)",
+                                 ww, strategy, strategy == "group" ? " without a positive group_size" : ""));
+  if (const J* a = find_key(w, "actorder"); integer && a && !(a->is_string() && a->template get<std::string>() == "static"))
+    throw UsageError(fmt::format("quantization_config{}.actorder: {} (weight_g_idx) is not supported; null or \"static\" only", ww, a->dump()));
+  return ModuleQuant{true, bits, strategy == "group" ? group : strategy == "channel" ? -1 : 0, sym, false};
+}
+
 template <class J>
 void parse_compressed_tensors(const J& q, HfQuantConfig& c) {
-  c.method = QuantMethod::fp8;
-  c.bits = 8;
-  c.sym = true;
   const std::string format = get_string(q, "format", "", "");
-  if (format != "float-quantized")
+  if (format != "float-quantized" && format != "pack-quantized")
     throw UsageError(fmt::format("quantization_config.format: compressed-tensors format '{}' is not supported (only "
-                                 "'float-quantized' FP8 weights)", format));
+                                 "'float-quantized' FP8 and 'pack-quantized' INT4/INT8 weights)", format));
+  const bool integer = format == "pack-quantized";
+  c.method = integer ? QuantMethod::ct_int : QuantMethod::fp8;
   if (const J* s = find_key(q, "sparsity_config"); s && s->is_object() && get_string(*s, "format", "dense", ".sparsity_config") != "dense")
     throw UsageError("quantization_config.sparsity_config: sparse compressed-tensors checkpoints are not supported");
   const J* groups = find_key(q, "config_groups");
@@ -166,27 +207,26 @@ void parse_compressed_tensors(const J& q, HfQuantConfig& c) {
   for (const auto& [name, g] : groups->items()) {
     const std::string where = ".config_groups." + name;
     if (!g.is_object()) throw UsageError(fmt::format("quantization_config{}: expected an object (preset names are not supported)", where));
+    if (const std::string f = get_string(g, "format", format, where.c_str()); f != format)
+      throw UsageError(fmt::format("quantization_config{}.format: '{}' in a '{}' checkpoint is not supported", where, f, format));
     const J* w = find_key(g, "weights");
     if (!w || !w->is_object()) throw UsageError(fmt::format("quantization_config{}.weights: missing; only weight quantization can be loaded", where));
-    const std::string ww = where + ".weights";
-    const int bits = get_int(*w, {"num_bits"}, 8, ww.c_str());
-    const std::string type = get_string(*w, "type", "int", ww.c_str());
-    if (bits != 8 || type != "float")
-      throw UsageError(fmt::format("quantization_config{}: {}-bit {} weights are not supported (FP8: num_bits 8, type float)", ww, bits, type));
-    if (!get_bool(*w, "symmetric", true, ww.c_str())) throw UsageError(fmt::format("quantization_config{}.symmetric: FP8 weights must be symmetric", ww));
-    if (const J* d = find_key(*w, "dynamic"); d && !(d->is_boolean() && !d->template get<bool>()))
-      throw UsageError(fmt::format("quantization_config{}.dynamic: weights quantized at run time are not supported", ww));
-    std::string strategy = get_string(*w, "strategy", "", ww.c_str());
-    if (strategy.empty()) strategy = find_key(*w, "group_size") ? (get_int(*w, {"group_size"}, 0, ww.c_str()) == -1 ? "channel" : "group") : "tensor";
-    if (strategy != "channel" && strategy != "tensor")
-      throw UsageError(fmt::format("quantization_config{}.strategy: FP8 '{}' scales are not supported (channel or tensor)", ww, strategy));
-    if (first) c.fp8_per_channel = strategy == "channel";
-    if (const J* a = find_key(g, "input_activations"); a && a->is_object() && get_bool(*a, "dynamic", false, ".input_activations"))
+    const ModuleQuant m = parse_ct_weights(*w, where + ".weights", integer);
+    if (integer) {
+      if (const J* a = find_key(g, "input_activations"); a && a->is_object())
+        throw UsageError(fmt::format("quantization_config{}.input_activations: quantized activations with integer weights are not supported", where));
+      c.ct_groups.push_back({get_strings(g, "targets", where.c_str()), m});
+    } else if (const J* a = find_key(g, "input_activations"); a && a->is_object() && get_bool(*a, "dynamic", false, ".input_activations")) {
       c.fp8_dynamic_activations = true;
-    for (auto& t : get_strings(g, "targets", where.c_str())) c.targets.push_back(std::move(t));
+    }
+    if (first) {
+      c.bits = m.bits, c.group_size = m.group_size, c.sym = m.sym;
+      c.fp8_per_channel = m.group_size == -1;
+    }
+    if (!integer)
+      for (auto& t : get_strings(g, "targets", where.c_str())) c.targets.push_back(std::move(t));
     first = false;
   }
-  c.group_size = c.fp8_per_channel ? -1 : 0;
   c.ignore = get_strings(q, "ignore", "");
 }
 
@@ -200,7 +240,7 @@ HfQuantConfig parse_impl(const J& q) {
   else if (method == "compressed-tensors") parse_compressed_tensors(q, c);
   else
     throw UsageError(fmt::format("quantization_config.quant_method: '{}' checkpoints cannot be loaded (supported: awq GEMM 4-bit, "
-                                 "gptq 4/8-bit, compressed-tensors FP8)", method));
+                                 "gptq 4/8-bit, compressed-tensors FP8 and pack-quantized INT4/INT8)", method));
   return c;
 }
 
@@ -273,13 +313,25 @@ json fp8_quantization_config(const Fp8ConfigOptions& o) {
                 {"weights", fp8_args(o.per_channel ? "channel" : "tensor", false, "minmax")},
                 {"input_activations", dyn ? fp8_args("token", true, nullptr) : json(nullptr)},
                 {"output_activations", nullptr}};
-  return {{"quant_method", "compressed-tensors"},
-          {"format", "float-quantized"},
-          {"quantization_status", "compressed"},
-          {"global_compression_ratio", nullptr},
-          {"kv_cache_scheme", nullptr},
-          {"ignore", o.ignore},
-          {"config_groups", {{"group_0", std::move(group)}}}};
+  return compressed_tensors_config("float-quantized", o.ignore, {{"group_0", std::move(group)}});
+}
+
+// No per-group "format" key: older compressed-tensors schemes lack it, and loaders fall back to the top level.
+json ct_pack_quantized_config(const CtPackedConfigOptions& o) {
+  json groups = json::object();
+  for (std::size_t i = 0; i < o.groups.size(); ++i) {
+    const CtIntGroup& g = o.groups[i];
+    check_bits(g.bits, "compressed-tensors config");
+    check_group(g.group_size, "compressed-tensors config");
+    if (g.targets.empty()) throw Error(fmt::format("compressed-tensors config: group {} has no targets", i));
+    const bool channel = g.group_size == -1;
+    groups[fmt::format("group_{}", i)] = {{"targets", g.targets},
+                                         {"weights", quant_args(g.bits, "int", g.sym, channel ? json(nullptr) : json(g.group_size),
+                                                                channel ? "channel" : "group", false, "minmax")},
+                                         {"input_activations", nullptr},
+                                         {"output_activations", nullptr}};
+  }
+  return compressed_tensors_config("pack-quantized", o.ignore, std::move(groups));
 }
 
 const char* quant_method_name(QuantMethod m) {
@@ -287,6 +339,7 @@ const char* quant_method_name(QuantMethod m) {
     case QuantMethod::awq: return "awq";
     case QuantMethod::gptq: return "gptq";
     case QuantMethod::fp8: return "fp8";
+    case QuantMethod::ct_int: return "compressed-tensors";
   }
   return "?";
 }
@@ -323,6 +376,13 @@ ModuleQuant HfQuantConfig::module(const std::string& name) const {
       for (const auto& t : targets)
         if ((t == "Linear" && !is_lm_head(name)) || name_matches(t, name)) return m;
       return plain;
+    case QuantMethod::ct_int:
+      for (const auto& t : ignore)
+        if (name_matches(t, name)) return plain;
+      for (const auto& g : ct_groups)
+        for (const auto& t : g.targets)
+          if ((t == "Linear" && !is_lm_head(name)) || name_matches(t, name)) return g.scheme;
+      return plain;
   }
   return plain;
 }
@@ -336,6 +396,13 @@ std::string HfQuantConfig::describe() const {
                          dynamic.empty() ? "" : fmt::format(" ({} dynamic rules)", dynamic.size()));
     case QuantMethod::fp8:
       return fmt::format("fp8 e4m3 {}{}", g, fp8_dynamic_activations ? " (dynamic per-token activations)" : "");
+    case QuantMethod::ct_int: {
+      std::string parts;
+      for (const auto& cg : ct_groups)
+        parts += fmt::format("{}int{} {} {}", parts.empty() ? "" : ", ", cg.scheme.bits,
+                             cg.scheme.group_size == -1 ? std::string("per-channel") : fmt::format("g{}", cg.scheme.group_size), cg.scheme.sym ? "sym" : "asym");
+      return fmt::format("compressed-tensors pack-quantized ({})", parts);
+    }
   }
   return "?";
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cstring>
 
 #include "mo/core/error.h"
 
@@ -189,6 +190,49 @@ QuantizedLinear unpack_gptq(const GptqTensors& t, int group_size, bool sym, bool
     for (std::int64_t o = 0; o < out; ++o) q.scales[o * groups + g] = t.scales[g * out + o];
   }
   return q;
+}
+
+QuantizedLinear unpack_ct(const CtPackedTensors& t, int group_size, bool sym) {
+  const int bits = t.bits;
+  if (bits != 4 && bits != 8) throw Error(fmt::format("pack-quantized: {} bits not supported (4 or 8)", bits));
+  const std::int64_t pf = 32 / bits, in = t.in, out = t.out, groups = t.groups;
+  const std::int64_t G = group_size <= 0 ? in : group_size;  // kGroupPerChannel
+  const std::int64_t words = (in + pf - 1) / pf, zp_rows = (out + pf - 1) / pf;
+  if (in <= 0 || out <= 0 || groups != (in + G - 1) / G)
+    throw Error(fmt::format("pack-quantized: bad shape (in {}, out {}, {} groups of {})", in, out, groups, G));
+  if (t.weight_packed.size() != static_cast<std::size_t>(out * words) || t.weight_scale.size() != static_cast<std::size_t>(out * groups) ||
+      (!sym && t.weight_zero_point.size() != static_cast<std::size_t>(zp_rows * groups)))
+    throw Error(fmt::format("pack-quantized: expected weight_packed [{}, {}], weight_scale [{}, {}]{}; got {}, {}, {} elements", out, words, out,
+                            groups, sym ? "" : fmt::format(", weight_zero_point [{}, {}]", zp_rows, groups), t.weight_packed.size(),
+                            t.weight_scale.size(), t.weight_zero_point.size()));
+  const std::uint32_t mask = (1u << bits) - 1;
+  QuantizedLinear q;
+  q.rows = out, q.cols = in;
+  q.scheme = {bits, group_size <= 0 ? kGroupPerChannel : group_size, sym};
+  q.q.resize(static_cast<std::size_t>(out * in));
+  q.scales = t.weight_scale;  // [out, groups], our order already
+  q.zeros.assign(q.scales.size(), static_cast<std::uint8_t>(1u << (bits - 1)));
+  q.g_idx.resize(static_cast<std::size_t>(in));
+  for (std::int64_t i = 0; i < in; ++i) q.g_idx[i] = static_cast<std::int32_t>(i / G);
+  for (std::int64_t o = 0; o < out; ++o)
+    for (std::int64_t i = 0; i < in; ++i) {
+      const auto v = static_cast<std::uint32_t>(t.weight_packed[o * words + i / pf]);
+      q.q[o * in + i] = static_cast<std::uint8_t>((v >> (bits * (i % pf))) & mask);
+    }
+  if (!sym)
+    for (std::int64_t o = 0; o < out; ++o)
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const auto v = static_cast<std::uint32_t>(t.weight_zero_point[(o / pf) * groups + g]);
+        q.zeros[o * groups + g] = static_cast<std::uint8_t>((v >> (bits * (o % pf))) & mask);
+      }
+  return q;
+}
+
+std::vector<std::uint8_t> transpose_elements(const std::uint8_t* data, std::int64_t rows, std::int64_t cols, std::size_t elem) {
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(rows * cols) * elem);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) std::memcpy(&out[(c * rows + r) * elem], &data[(r * cols + c) * elem], elem);
+  return out;
 }
 
 }  // namespace mo::formats

@@ -19,6 +19,7 @@ namespace mo::quant {
 struct PipelineSettings {
   Method method = Method::awq;  // rtn | awq | gptq | fp8
   OutputLayout layout = OutputLayout::gptq;
+  CheckpointFormat checkpoint_format = CheckpointFormat::automatic;  // rtn/gptq: the layout written once all layers are done
   int bits = 4, group_size = 128, fallback_bits = 8;
   bool sym = true, fp8_per_channel = true;
   bool sensitivity_check = true;

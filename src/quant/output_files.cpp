@@ -8,6 +8,7 @@
 #include <fstream>
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "mo/convert/convert.h"
 #include "mo/core/build_info.h"
@@ -156,19 +157,56 @@ nlohmann::json quantization_config(const PipelineSettings& s, const std::vector<
       if (m != "lm_head") o.modules_to_not_convert.push_back(m);
     return formats::awq_quantization_config(o);
   }
+  // compressed-tensors names the unfused modules; vLLM checks a fused layer's parts.
+  std::vector<std::string> ignore = {"lm_head"};
+  for (const auto& m : unquantized)
+    if (m != "lm_head" && !m.ends_with("qkv_proj") && !m.ends_with("gate_up_proj")) ignore.push_back(m);
   if (s.layout == OutputLayout::fp8) {
     formats::Fp8ConfigOptions o;
     o.per_channel = s.fp8_per_channel;
     o.activations = formats::Fp8Activations::none;  // weight-only, as our engine runs and evaluates it
-    o.ignore = {"lm_head"};
-    for (const auto& m : unquantized)
-      if (m != "lm_head" && !m.ends_with("qkv_proj") && !m.ends_with("gate_up_proj")) o.ignore.push_back(m);
+    o.ignore = std::move(ignore);
     return formats::fp8_quantization_config(o);
+  }
+  if (s.layout == OutputLayout::ct_packed) {
+    // One config group per precision, in order of first appearance; fused parts share a format, so a
+    // fused layer's parts always land in one group.
+    formats::CtPackedConfigOptions o;
+    o.ignore = std::move(ignore);
+    for (const auto& d : decisions) {
+      if (d.module == "lm_head" || d.bits >= 16) continue;
+      auto it = std::find_if(o.groups.begin(), o.groups.end(),
+                             [&](const formats::CtIntGroup& g) { return g.bits == d.bits && g.group_size == d.group_size && g.sym == d.sym; });
+      if (it == o.groups.end()) it = o.groups.insert(o.groups.end(), formats::CtIntGroup{d.bits, d.group_size, d.sym, {}});
+      it->targets.push_back(d.module);
+    }
+    return formats::ct_pack_quantized_config(o);
   }
   return formats::gptq_quantization_config(gptq_options(s, decisions));
 }
 
+// What the manifest and the summary call the layout, and who reads it (the loaders' own per-module
+// matching decides: Transformers' GPTQ loader applies one bits/group_size to every module).
+std::pair<std::string, std::string> layout_and_loaders(const PipelineSettings& s, const std::vector<LinearDecision>& decisions) {
+  const std::string ours = "model-optimizer";
+  switch (s.layout) {
+    case OutputLayout::awq_gemm: return {"awq-gemm", "vLLM, Transformers (AWQ), " + ours};
+    case OutputLayout::fp8: return {"compressed-tensors-fp8", "vLLM, Transformers (compressed-tensors), " + ours};
+    case OutputLayout::ct_packed: return {"compressed-tensors-pack-quantized", "vLLM, Transformers (compressed-tensors), " + ours};
+    case OutputLayout::gptq: break;
+  }
+  const std::string name = s.sym ? "gptq-v1" : "gptq-v2";
+  if (mixed_precision(decisions))
+    return {name, "vLLM, GPTQModel, " + ours + "; not Transformers (its GPTQ loader ignores the per-module `dynamic` rules: "
+                  "checkpoint_format auto or compressed-tensors writes a layout it reads)"};
+  return {name, "vLLM, Transformers (GPTQ), " + ours};
+}
+
 }  // namespace
+
+bool mixed_precision(const std::vector<LinearDecision>& decisions) {
+  return std::any_of(decisions.begin(), decisions.end(), [](const LinearDecision& d) { return d.module != "lm_head" && d.format != d.requested; });
+}
 
 std::string quantization_summary(const QuantizeReport& rep) {
   std::map<std::string, int> counts;
@@ -199,6 +237,7 @@ void write_output_files(const std::string& dir_s, const SourceModel& src, const 
   copy_tokenizer(src, dir, rep.notes);
 
   rep.summary = quantization_summary(rep);
+  std::tie(rep.layout, rep.loaders) = layout_and_loaders(s, rep.decisions);
   rep.name_suggestion = name_suggestion(src.path(), cfg.output_path, s);
   nlohmann::json layers = nlohmann::json::object();
   for (const auto& d : rep.decisions) {
@@ -215,7 +254,8 @@ void write_output_files(const std::string& dir_s, const SourceModel& src, const 
       {"source", src.dummy() ? cfg.model_path + " (dummy weights)" : fs::absolute(src.path()).string()},
       {"source_fingerprint", source_fingerprint(src)},
       {"method", method_name(s.method)},
-      {"format", s.layout == OutputLayout::awq_gemm ? "awq-gemm" : s.layout == OutputLayout::fp8 ? "compressed-tensors-fp8" : s.sym ? "gptq-v1" : "gptq-v2"},
+      {"format", rep.layout},
+      {"loads_in", rep.loaders},
       {"bits", s.method == Method::fp8 ? 8 : s.bits},
       {"group_size", s.group_size},
       {"sym", s.method == Method::awq ? false : s.sym},

@@ -16,4 +16,8 @@ void write_output_files(const std::string& dir, const SourceModel& src, const Qu
 // "AWQ INT4 g64: 180 linears int4 g64, 30 f16; lm_head f16; calibration: ..." from the decisions.
 std::string quantization_summary(const QuantizeReport& rep);
 
+// True when some linear (lm_head aside) was written in another format than requested: a GPTQ layout then
+// needs GPTQModel `dynamic` rules, which Transformers' GPTQ loader ignores.
+bool mixed_precision(const std::vector<LinearDecision>& decisions);
+
 }  // namespace mo::quant

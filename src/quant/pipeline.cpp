@@ -14,6 +14,7 @@
 #include "mo/core/progress.h"
 #include "mo/engine/ops/linear.h"
 #include "calibration_run.h"
+#include "ct_rewrite.h"
 #include "mo/quant/quantize.h"
 #include "output_files.h"
 #include "mo/io/output_path.h"
@@ -37,6 +38,11 @@ PipelineSettings settings_from(const QuantizeOptions& c) {
   s.group_size = c.group_size;
   s.sym = c.sym;
   s.fp8_per_channel = c.fp8_scale == Fp8Scale::per_channel;
+  s.checkpoint_format = c.checkpoint_format;
+  if (s.layout != OutputLayout::gptq && s.checkpoint_format != CheckpointFormat::automatic)
+    throw UsageError(fmt::format("checkpoint_format: '{}' applies to quant_method rtn and gptq; {} writes {}",
+                                 checkpoint_format_name(s.checkpoint_format), method_name(s.method),
+                                 s.method == Method::awq ? "AWQ GEMM" : "compressed-tensors float-quantized"));
   if (c.fallback_bits != 8 && c.fallback_bits != 16) throw UsageError(fmt::format("fallback_bits: {} is not supported; expected 8 or 16", c.fallback_bits));
   s.fallback_bits = c.fallback_bits;
   s.sensitivity_check = c.sensitivity_check;
@@ -75,6 +81,15 @@ const char* method_name(Method m) {
     case Method::gptq: return "gptq";
     case Method::fp8: return "fp8";
     case Method::gguf: return "gguf";
+  }
+  return "?";
+}
+
+const char* checkpoint_format_name(CheckpointFormat f) {
+  switch (f) {
+    case CheckpointFormat::automatic: return "auto";
+    case CheckpointFormat::gptq: return "gptq";
+    case CheckpointFormat::compressed_tensors: return "compressed-tensors";
   }
   return "?";
 }
@@ -188,6 +203,15 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
   write_non_layer_tensors(writer, src, rep.decisions);
   writer.finish();
   rep.output_bytes = writer.bytes_written();
+  if (s.layout == OutputLayout::gptq &&
+      (s.checkpoint_format == CheckpointFormat::compressed_tensors ||
+       (s.checkpoint_format == CheckpointFormat::automatic && mixed_precision(rep.decisions)))) {
+    const CtRewrite ct = rewrite_gptq_as_compressed_tensors(staged.temp_path(), rep.decisions);
+    for (auto& d : rep.decisions)
+      if (const auto it = ct.bytes_change.find(d.module); it != ct.bytes_change.end()) d.bytes = static_cast<std::uint64_t>(static_cast<std::int64_t>(d.bytes) + it->second);
+    rep.output_bytes = ct.total_bytes;
+    s.layout = OutputLayout::ct_packed;
+  }
   rep.seconds = clock.elapsed_seconds();
   rep.peak_rss = peak_rss_bytes();
   write_output_files(staged.temp_path(), src, cfg, s, rep);

@@ -33,9 +33,10 @@ def main():
         calib.write_text("".join(json.dumps({"text": f"Tom had a red ball number {i}. He played in the park with Sue."}) + "\n" for i in range(64)))
         out = tmp / "gptq"
         r = run("--model_path", str(STORIES), "--output_path", str(out), "--quant_method", "gptq", "--group_size", "32",
-                "--calibration_data", str(calib), "--num_samples", "8", "--max_seq_len", "64", "--no-eval")
+                "--calibration_data", str(calib), "--num_samples", "8", "--max_seq_len", "64", "--no-eval", "--checkpoint-format", "gptq")
         assert r.returncode == 0, r.stderr
         assert "GPTQ INT4 g32 sym" in r.stdout, r.stdout
+        assert "layout: gptq-v1; loads in: vLLM, GPTQModel, model-optimizer; not Transformers" in r.stdout, r.stdout
         with safe_open(str(out / "model.safetensors"), "np") as f:
             names = set(f.keys())
             q = f.get_tensor("model.layers.0.self_attn.q_proj.qweight")

@@ -12,6 +12,7 @@
 
 #include "mo/core/error.h"
 #include "mo/core/thread_pool.h"
+#include "mo/engine/engine.h"
 #include "mo/engine/generator.h"
 #include "mo/model/model_files.h"
 #include "mo/quant/quantize.h"
@@ -79,6 +80,53 @@ TEST(QuantizePipeline, Int8CopiesGenerateTheSameFirst20GreedyTokens) {
     mo::quant::quantize_model(c);
     EXPECT_EQ(greedy(c.output_path, 20), base) << method;
   }
+}
+
+// Logits of `tokens` from position 0, layer by layer on the CPU: [n, vocab].
+static std::vector<float> logits_of(const std::string& model, const std::vector<std::int32_t>& tokens) {
+  const auto files = mo::model::ModelFiles::open(model);  // the weights map its files
+  mo::engine::Engine e(mo::engine::bind_weights(files), mo::default_pool());
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  std::vector<float> hidden(static_cast<std::size_t>(n * e.hparams().hidden_size));
+  e.embed(tokens, hidden.data());
+  for (int l = 0; l < e.hparams().num_layers; ++l) e.run_layer(l, hidden.data(), n, 0);
+  std::vector<float> out(static_cast<std::size_t>(n * e.hparams().vocab_size));
+  e.logits(hidden.data(), n, out.data());
+  return out;
+}
+
+// Issue 19: a GPTQ output with `dynamic` overrides fails in Transformers; mixed precisions go to
+// compressed-tensors pack-quantized, which loads to the very same weights.
+TEST(QuantizePipeline, MixedPrecisionsWriteCompressedTensorsWithTheGptqLogits) {
+  TempDir t;
+  const std::string calib = write_calibration(t.path);
+  QuantizeOptions c = stories_config(Method::rtn, t.path / "ct", calib);
+  c.max_shard_bytes = 100'000;  // shards and an index, rewritten with the new tensor names
+  const auto ct = mo::quant::quantize_model(c);  // INT4 g32 with the 172-wide MLPs in INT8: mixed
+  c.output_path = (t.path / "gptq").string();
+  c.checkpoint_format = mo::quant::CheckpointFormat::gptq;
+  const auto gptq = mo::quant::quantize_model(c);
+  EXPECT_EQ(ct.layout, "compressed-tensors-pack-quantized");
+  EXPECT_EQ(ct.loaders, "vLLM, Transformers (compressed-tensors), model-optimizer");
+  EXPECT_EQ(gptq.layout, "gptq-v1");
+  EXPECT_NE(gptq.loaders.find("not Transformers"), std::string::npos) << gptq.loaders;
+  const auto config = nlohmann::json::parse(std::ifstream(t.path / "ct" / "config.json"))["quantization_config"];
+  EXPECT_EQ(config["format"], "pack-quantized");
+  EXPECT_EQ(config["config_groups"].size(), 3u) << config.dump();  // int4 g32, int8 g32, int8 per-channel
+  EXPECT_LT(ct.output_bytes, gptq.output_bytes);  // no g_idx, no symmetric zeros
+  const auto index = nlohmann::json::parse(std::ifstream(t.path / "ct" / "model.safetensors.index.json"));
+  EXPECT_EQ(index["metadata"]["total_size"], ct.output_bytes);
+  EXPECT_TRUE(index["weight_map"].contains("model.layers.4.mlp.down_proj.weight_packed"));
+  EXPECT_FALSE(index["weight_map"].contains("model.layers.4.mlp.down_proj.qweight"));
+  const std::vector<std::int32_t> tokens = {1, 403, 407, 261, 379, 260, 100, 42, 7, 300, 301, 302};
+  EXPECT_EQ(logits_of(ct.output, tokens), logits_of(gptq.output, tokens));
+
+  c.output_path = (t.path / "uniform").string();
+  c.checkpoint_format = mo::quant::CheckpointFormat::automatic;
+  c.bits = 8;
+  c.group_size = -1;
+  c.sensitivity_check = false;
+  EXPECT_EQ(mo::quant::quantize_model(c).layout, "gptq-v1");  // one precision: GPTQ loads everywhere
 }
 
 TEST(QuantizePipeline, SkipLayersAndSensitivityFallbackAreLogged) {

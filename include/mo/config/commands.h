@@ -17,6 +17,7 @@ struct QuantizeConfig {
   std::int64_t group_size = 128;                 // weights per scale; -1 = per output channel
   bool sym = true;                               // rtn/gptq: symmetric (vLLM's fast kernels); awq is always asymmetric
   std::string fp8_scale = "channel";             // fp8: channel | tensor
+  std::string checkpoint_format = "auto";        // rtn/gptq: auto (gptq unless precisions are mixed, then compressed-tensors) | gptq | compressed-tensors
   std::string calibration_data = "general";      // JSON/JSONL file or a built-in set name
   std::int64_t num_samples = 128;                // calibration samples used
   std::int64_t max_seq_len = 512;                // tokens per calibration sample

@@ -8,6 +8,9 @@
 //   GPTQ: <module>.qweight I32 [in*bits/32, out], .qzeros I32 [groups, out*bits/32], .scales F16
 //         [groups, out], .g_idx I32 [in]
 //   FP8:  <module>.weight F8_E4M3 [out, in], .weight_scale F32 [out, 1] (channel) or [1] (tensor)
+//   compressed-tensors pack-quantized (INT4/INT8): <module>.weight_packed I32 [out, ceil(in*bits/32)],
+//         .weight_scale F16 [out, groups], .weight_shape I64 [2] = {out, in}, and (asymmetric only)
+//         .weight_zero_point I32 [ceil(out*bits/32), groups]
 // Unquantized linears keep <module>.weight in the model's float type. (mo/formats/pack.h has the bit layouts.)
 #include <nlohmann/json.hpp>
 
@@ -76,8 +79,24 @@ struct Fp8ConfigOptions {
 };
 nlohmann::json fp8_quantization_config(const Fp8ConfigOptions& o);
 
-enum class QuantMethod { awq, gptq, fp8 };
-const char* quant_method_name(QuantMethod m);  // "awq", "gptq", "fp8"
+// Integer weights in compressed-tensors' "pack-quantized" form (llm-compressor's W4A16 / W8A16 schemes,
+// vLLM's CompressedTensorsWNA16, Transformers' compressed-tensors quantizer): one config group per
+// precision, each naming its modules exactly, so every loader that matches per module (vLLM, Transformers)
+// gets each linear's own bits and group size. Weight-only: input_activations null.
+struct CtIntGroup {
+  int bits = 4;                      // 4 or 8
+  int group_size = 128;              // -1: one scale per output channel (strategy "channel")
+  bool sym = true;                   // false: weight_zero_point tensors
+  std::vector<std::string> targets;  // HF module names, matched exactly
+};
+struct CtPackedConfigOptions {
+  std::vector<CtIntGroup> groups;                 // written as group_0, group_1, ... in this order
+  std::vector<std::string> ignore = {"lm_head"};  // unquantized linears
+};
+nlohmann::json ct_pack_quantized_config(const CtPackedConfigOptions& o);
+
+enum class QuantMethod { awq, gptq, fp8, ct_int };
+const char* quant_method_name(QuantMethod m);  // "awq", "gptq", "fp8", "compressed-tensors"
 
 // How one linear is stored.
 struct ModuleQuant {
@@ -106,6 +125,11 @@ struct HfQuantConfig {
   std::vector<std::string> modules_to_quantize;      // GPTQ modules_in_block_to_quantize (substring); empty: all
   std::vector<std::string> ignore;                   // compressed-tensors: exact name or "re:<regex>"
   std::vector<std::string> targets;                  // compressed-tensors: "Linear", names or "re:<regex>"
+  struct CtGroup {
+    std::vector<std::string> targets;
+    ModuleQuant scheme;
+  };
+  std::vector<CtGroup> ct_groups;                    // pack-quantized: the first group a module matches applies
 
   ModuleQuant module(const std::string& name) const;
   std::string describe() const;  // "gptq 4-bit g128 sym v1", for log lines and errors
@@ -113,7 +137,8 @@ struct HfQuantConfig {
 
 // Throws UsageError naming the key for what we cannot load: another quant_method, AWQ other than 4-bit
 // GEMM with zero points, GPTQ other than 4/8 bits or checkpoint_format gptq/gptq_v2, compressed-tensors
-// other than static symmetric FP8 weights per channel or per tensor in the float-quantized format.
+// other than static symmetric FP8 weights per channel or per tensor in the float-quantized format, or
+// static 4/8-bit integer weights per group or channel in the pack-quantized format.
 HfQuantConfig parse_quantization_config(const nlohmann::ordered_json& q);
 HfQuantConfig parse_quantization_config(const nlohmann::json& q);  // `dynamic` rules in sorted key order
 

@@ -1,6 +1,6 @@
 #pragma once
-// The on-disk integer layouts of ../shared/design/formats.md: AWQ "GEMM" (AutoAWQ) and GPTQ v1/v2
-// (AutoGPTQ). Packing is the writer's half; unpacking is what the engine loads them with.
+// The on-disk integer layouts of ../shared/design/formats.md: AWQ "GEMM" (AutoAWQ), GPTQ v1/v2
+// (AutoGPTQ) and compressed-tensors pack-quantized. Packing is the writer's half; unpacking is what the engine loads them with.
 #include <cstdint>
 #include <vector>
 
@@ -29,5 +29,23 @@ struct GptqTensors {
 };
 GptqTensors pack_gptq(const QuantizedLinear& q, bool v1 = true);
 QuantizedLinear unpack_gptq(const GptqTensors& t, int group_size, bool sym, bool v1 = true);
+
+// compressed-tensors pack-quantized, 4 or 8 bits (compressors/quantized_compressors/pack_quantized.py):
+// weight_packed int32 [out, ceil(in/pf)], pf = 32/bits codes per word along in, code j of a word in bits
+// [bits*j, bits*(j+1)), each code the signed value plus 2^(bits-1); weight_scale f16 [out, groups];
+// asymmetric only: weight_zero_point int32 [ceil(out/pf), groups], packed the same way along out
+// (signed zero plus 2^(bits-1)); symmetric zeros are 0 (signed), i.e. 2^(bits-1) as our codes count.
+// The unsigned codes and zeros are exactly ours, and GPTQ's words hold the same fields: weight_packed is
+// GPTQ's qweight transposed, weight_zero_point GPTQ v2's qzeros transposed.
+struct CtPackedTensors {
+  std::vector<std::int32_t> weight_packed, weight_zero_point;  // zero point empty when symmetric
+  std::vector<std::uint16_t> weight_scale;
+  std::int64_t in = 0, out = 0, groups = 0;
+  int bits = 4;
+};
+QuantizedLinear unpack_ct(const CtPackedTensors& t, int group_size, bool sym);
+
+// Transposes a row-major [rows, cols] matrix of `elem`-byte elements (4: int32 words, 2: f16).
+std::vector<std::uint8_t> transpose_elements(const std::uint8_t* data, std::int64_t rows, std::int64_t cols, std::size_t elem);
 
 }  // namespace mo::formats

@@ -9,7 +9,8 @@
 
 namespace mo::quant {
 
-enum class OutputLayout { awq_gemm, gptq, fp8 };
+// ct_packed (compressed-tensors pack-quantized) is planned as gptq and rewritten from it when finished.
+enum class OutputLayout { awq_gemm, gptq, fp8, ct_packed };
 
 struct LinearPlan {
   enum Kind { integer, fp8, f16 } kind = f16;

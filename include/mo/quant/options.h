@@ -14,6 +14,15 @@ const char* method_name(Method m);  // "rtn", "awq", "gptq", "fp8", "gguf": the 
 
 enum class Fp8Scale { per_channel, per_tensor };
 
+// The HF layout of an rtn/gptq output.
+enum class CheckpointFormat {
+  automatic,           // GPTQ when every linear has one precision, compressed-tensors when they differ
+  gptq,                // GPTQ v1, with GPTQModel `dynamic` overrides for mixed precisions (not Transformers)
+  compressed_tensors,  // compressed-tensors pack-quantized, one config group per precision
+};
+
+const char* checkpoint_format_name(CheckpointFormat f);  // "auto", "gptq", "compressed-tensors"
+
 // Where a GGUF run's importance matrix comes from.
 enum class ImatrixSource {
   automatic,  // computed from the calibration data when the file type benefits
@@ -29,6 +38,7 @@ struct QuantizeOptions {
   int group_size = 128;                          // weights per scale, or formats::kGroupPerChannel
   bool sym = true;                               // rtn/gptq: symmetric; awq is always asymmetric
   Fp8Scale fp8_scale = Fp8Scale::per_channel;
+  CheckpointFormat checkpoint_format = CheckpointFormat::automatic;
   std::string calibration_data = "general";      // JSON/JSONL/text file or a built-in set name
   std::int64_t num_samples = 128;
   std::int64_t max_seq_len = 512;

@@ -33,6 +33,8 @@ struct LinearDecision {
 
 struct QuantizeReport {
   std::string input, output, method, summary, name_suggestion;
+  std::string layout;          // "GPTQ v1", "compressed-tensors pack-quantized", ... (empty for GGUF files)
+  std::string loaders;         // which loaders read the output: "vLLM, Transformers (compressed-tensors), model-optimizer"
   std::string calibration;     // one-line description of the calibration data
   std::int64_t calibration_samples = 0, calibration_tokens = 0;
   // What the layer captures read of them (AWQ and the sensitivity check: evenly spaced whole samples up to
