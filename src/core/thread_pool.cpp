@@ -138,18 +138,20 @@ void ThreadPool::parallel_for(std::int64_t begin, std::int64_t end, const std::f
 }
 
 namespace {
-std::unique_ptr<ThreadPool>& pool_slot() {
-  static std::unique_ptr<ThreadPool> pool;
-  return pool;
-}
+std::mutex g_default_mu;
+std::shared_ptr<ThreadPool> g_default;
 }  // namespace
 
-ThreadPool& default_pool() {
-  auto& p = pool_slot();
-  if (!p) p = std::make_unique<ThreadPool>(0);
-  return *p;
+std::shared_ptr<ThreadPool> default_pool() {
+  std::lock_guard<std::mutex> lock(g_default_mu);
+  if (!g_default) g_default = std::make_shared<ThreadPool>(0);
+  return g_default;
 }
 
-void set_default_threads(int n_threads) { pool_slot() = std::make_unique<ThreadPool>(n_threads); }
+void set_default_threads(int n_threads) {
+  auto fresh = std::make_shared<ThreadPool>(n_threads);
+  std::lock_guard<std::mutex> lock(g_default_mu);
+  g_default.swap(fresh);  // the old pool, if no one else holds it, stops after the lock is released
+}
 
 }  // namespace mo

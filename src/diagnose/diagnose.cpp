@@ -205,16 +205,16 @@ class Runner {
     const auto& xo = co.x[static_cast<int>(id)];
     const auto& xq = cq.x[static_cast<int>(id)];
     std::vector<float> y_o(n * wo.rows), y_local(n * wo.rows), y_cum(n * wo.rows);
-    ThreadPool& pool = default_pool();
-    ops::linear(xo.data(), n, wo, y_o.data(), pool);
+    const std::shared_ptr<ThreadPool> pool = default_pool();
+    ops::linear(xo.data(), n, wo, y_o.data(), *pool);
     if (awq_) {
       std::vector<float> x = xo;
       scale_columns(x.data(), n, wo.cols, awq_scales(xo, cl.x[static_cast<int>(id)], n, wo.cols), false);
-      ops::linear(x.data(), n, wq, y_local.data(), pool);
+      ops::linear(x.data(), n, wq, y_local.data(), *pool);
     } else {
-      ops::linear(xo.data(), n, wq, y_local.data(), pool);
+      ops::linear(xo.data(), n, wq, y_local.data(), *pool);
     }
-    ops::linear(xq.data(), n, wq, y_cum.data(), pool);
+    ops::linear(xq.data(), n, wq, y_cum.data(), *pool);
     // AWQ's scale of down_proj (o_proj) lives in up_proj's (v_proj's) rows: undo it on their outputs.
     const LinearId next = id == LinearId::up ? LinearId::down : LinearId::o;
     if (awq_ && (id == LinearId::up || (id == LinearId::v && wo.rows == hp_.num_heads * hp_.head_dim))) {

@@ -27,15 +27,23 @@ const char* linear_name(LinearId id) {
   return "?";
 }
 
-Engine::Engine(ModelWeights weights, ThreadPool& pool, Device device)
-    : w_(std::move(weights)), host_backend_(make_host_backend(pool)), host_model_(std::make_unique<DeviceModel>(w_, *host_backend_)) {
+Engine::Engine(ModelWeights weights, ThreadPool& pool, Device device, ops::Batching batching)
+    : w_(std::move(weights)),
+      host_backend_(make_host_backend(pool, batching)),
+      host_model_(std::make_unique<DeviceModel>(w_, *host_backend_)) {
   if (device == Device::cuda) use_backend(make_cuda_backend(0));
+}
+
+Engine::Engine(ModelWeights weights, std::shared_ptr<ThreadPool> pool, Device device, ops::Batching batching)
+    : Engine(std::move(weights), *pool, device, batching) {
+  pool_owner_ = std::move(pool);
 }
 
 Engine::~Engine() = default;
 
 Engine::Engine(Engine&& o) noexcept
-    : w_(std::move(o.w_)),
+    : pool_owner_(std::move(o.pool_owner_)),
+      w_(std::move(o.w_)),
       host_backend_(std::move(o.host_backend_)),
       host_model_(std::move(o.host_model_)),
       backend_(std::move(o.backend_)),

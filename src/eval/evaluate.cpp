@@ -84,7 +84,7 @@ EvalResult evaluate(const std::string& model_path, const std::string& base_path,
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult r;
   r.settings = s;
-  r.threads = default_pool().size();
+  r.threads = default_pool()->size();
   // Resolve every input before the slow work, so a typo fails at once.
   if (!s.text.empty()) r.text_path = resolve_text_path(s.text, "text");
   std::vector<TaskFile> tasks;

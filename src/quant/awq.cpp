@@ -105,7 +105,7 @@ double scaled_rtn_error(const LayerF32& layer, const std::vector<LinearId>& acti
     const std::int64_t rows = layer.rows(id);
     const float* w = layer.weight(id).data();
     d.resize(static_cast<std::size_t>(rows * cols));
-    default_pool().parallel_for(0, rows, [&](std::int64_t r0, std::int64_t r1, int) {
+    default_pool()->parallel_for(0, rows, [&](std::int64_t r0, std::int64_t r1, int) {
       for (std::int64_t r = r0; r < r1; ++r) {
         float* dr = d.data() + r * cols;
         const float* wr = w + r * cols;

@@ -121,7 +121,7 @@ std::vector<std::uint8_t> quantize_tensor(const std::vector<float>& f, std::uint
   const std::size_t row_bytes = ggml_row_bytes(type, cols);
   std::vector<std::uint8_t> out(row_bytes * static_cast<std::size_t>(rows));
   const float* importance = imp.empty() ? nullptr : imp.data();
-  default_pool().parallel_for(0, rows, [&](std::int64_t b, std::int64_t e, int) {
+  default_pool()->parallel_for(0, rows, [&](std::int64_t b, std::int64_t e, int) {
     for (std::int64_t r = b; r < e; ++r)
       gguf_quantize_row(type, f.data() + r * cols, out.data() + r * row_bytes, static_cast<std::int64_t>(cols), importance);
   });
@@ -199,7 +199,7 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
   rep.method = fmt::format("GGUF {}", upper(cfg.gguf_type));
   rep.name_suggestion = fmt::format("{}-{}.gguf", fs::path(cfg.model_path).stem().string(), upper(cfg.gguf_type));
 
-  SourceModel src(cfg.model_path, false, default_pool());
+  SourceModel src(cfg.model_path, false, default_pool(), ops::Batching::invariant);
   const model::ModelFiles& files = *src.files();
   const model::Hparams& hp = src.hp();
   if (hp.num_experts > 0) throw UsageError(fmt::format("{}: GGUF quantization of MoE models is not supported yet", cfg.model_path));

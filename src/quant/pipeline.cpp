@@ -113,14 +113,8 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
   rep.input = cfg.model_path;
   rep.output = cfg.output_path;
   rep.method = method_title(s);
-  const bool blas_before = ops::blas_for_batches();
-  ops::set_blas_for_batches(true);
-  struct Restore {
-    bool v;
-    ~Restore() { ops::set_blas_for_batches(v); }
-  } restore{blas_before};
-
-  SourceModel src(cfg.model_path, dummy, default_pool());
+  // Whole-dataset passes: BLAS for the F32 layers' calibration batches.
+  SourceModel src(cfg.model_path, dummy, default_pool(), ops::Batching::blas);
   const auto& hp = src.hp();
   rep.input_bytes = src.files() ? src.files()->total_bytes() : 0;
   log::info("quantize: {} ({} layers, hidden {}, ffn {}) -> {} as {}", cfg.model_path, hp.num_layers, hp.hidden_size, hp.intermediate_size,

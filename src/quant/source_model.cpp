@@ -60,7 +60,8 @@ void fill_random(std::vector<float>& w, std::uint64_t seed) {
 
 }  // namespace
 
-SourceModel::SourceModel(const std::string& path, bool dummy, ThreadPool& pool) : path_(path), dummy_(dummy) {
+SourceModel::SourceModel(const std::string& path, bool dummy, std::shared_ptr<ThreadPool> pool, ops::Batching batching)
+    : path_(path), dummy_(dummy) {
   if (dummy) {
     model::Hparams hp = model::load_model_shape(path).hp;
     model::Hparams no_layers = hp;
@@ -73,7 +74,7 @@ SourceModel::SourceModel(const std::string& path, bool dummy, ThreadPool& pool) 
       l.ffn_norm.assign(hp.hidden_size, 1.0f);
     }
     original_ = w;
-    engine_ = std::make_unique<engine::Engine>(std::move(w), pool);
+    engine_ = std::make_unique<engine::Engine>(std::move(w), pool, Device::cpu, batching);
     return;
   }
   files_ = std::make_unique<model::ModelFiles>(model::ModelFiles::open(path));
@@ -85,7 +86,7 @@ SourceModel::SourceModel(const std::string& path, bool dummy, ThreadPool& pool) 
   // A GGUF without output.weight reuses the embedding as lm_head: tied, whatever the metadata says.
   if (w.output.bytes.data() == w.token_embd.bytes.data()) w.hp.tied_embeddings = true;
   original_ = w;
-  engine_ = std::make_unique<engine::Engine>(std::move(w), pool);
+  engine_ = std::make_unique<engine::Engine>(std::move(w), pool, Device::cpu, batching);
   if (!files_->tokenizer_path().empty())
     tokenizer_ = files_->gguf() ? tok::load_tokenizer_gguf(*files_->gguf()) : tok::load_tokenizer_json(files_->tokenizer_path());
   chat_template_ = tok::chat_template_of_model(files_->gguf(), path).tmpl;

@@ -16,7 +16,8 @@ namespace mo::quant {
 class SourceModel {
  public:
   // path: HF directory or .gguf; dummy: `path` names a preset / config.json and weights are random.
-  SourceModel(const std::string& path, bool dummy, ThreadPool& pool);
+  // batching: of the engine's linear layers (blas: faster on calibration batches, not batch-invariant).
+  SourceModel(const std::string& path, bool dummy, std::shared_ptr<ThreadPool> pool, ops::Batching batching);
   ~SourceModel();
 
   const model::Hparams& hp() const { return engine_->hparams(); }

@@ -50,6 +50,20 @@ TEST(Engine, Stories260KGreedyFromBosTellsTheStory) {
             "red ball. She wanted to play with it, but it was too high");
 }
 
+// An engine built on the default pool shares it: replacing the default thread count afterwards (as a
+// later --threads does) installs a new pool for later callers and leaves this engine's pool running.
+TEST(Engine, KeepsRunningWhenTheDefaultThreadCountIsReplaced) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " not found";
+  auto files = mo::model::ModelFiles::open(kStories);
+  mo::set_default_threads(2);
+  mo::engine::Engine e(mo::engine::bind_weights(files), mo::default_pool());
+  const auto before = greedy(e, {1}, 12);
+  mo::set_default_threads(3);
+  EXPECT_EQ(mo::default_pool()->size(), 3);
+  EXPECT_EQ(greedy(e, {1}, 12), before);
+  mo::set_default_threads(0);
+}
+
 }  // namespace
 
 namespace {

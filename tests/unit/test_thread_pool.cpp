@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 
@@ -58,6 +59,22 @@ TEST(ThreadPool, LateWorkersChunksRunOnceWithTheirIndex) {
     for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "job " << job << " item " << i;
     for (int t = 0; t < 8; ++t) ASSERT_LE(by_index[t].load(), 1) << "job " << job << " index " << t;
   }
+}
+
+// A holder of the default pool keeps a working pool of its size after set_default_threads replaces it.
+TEST(ThreadPool, DefaultPoolStaysWithItsHolderWhenReplaced) {
+  mo::set_default_threads(2);
+  const std::shared_ptr<mo::ThreadPool> held = mo::default_pool();
+  mo::set_default_threads(3);
+  EXPECT_NE(mo::default_pool(), held);
+  EXPECT_EQ(mo::default_pool()->size(), 3);
+  EXPECT_EQ(held->size(), 2);
+  std::atomic<std::int64_t> sum{0};
+  held->parallel_for(0, 100, [&](std::int64_t b, std::int64_t e, int) {
+    for (auto i = b; i < e; ++i) sum += i;
+  });
+  EXPECT_EQ(sum.load(), 4950);
+  mo::set_default_threads(0);
 }
 
 }  // namespace

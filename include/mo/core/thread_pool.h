@@ -52,8 +52,10 @@ class ThreadPool {
   std::exception_ptr error_;
 };
 
-// The process-wide pool used by the engine; sized by set_default_threads() (the --threads flag).
-ThreadPool& default_pool();
+// The process-wide pool used by the engine; sized by set_default_threads() (the --threads flag). Shared:
+// set_default_threads installs a new pool for later callers while whoever holds the old one (an engine)
+// keeps it alive and running.
+std::shared_ptr<ThreadPool> default_pool();
 void set_default_threads(int n_threads);
 
 }  // namespace mo

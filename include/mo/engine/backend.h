@@ -17,6 +17,9 @@
 namespace mo {
 class ThreadPool;
 }
+namespace mo::ops {
+enum class Batching;  // mo/engine/ops/linear.h
+}
 
 namespace mo::engine {
 
@@ -151,7 +154,7 @@ class Backend {
 // blocks, AWQ/GPTQ packed): the reference the CUDA kernels are tested against. make_host_backend is the
 // engine's own CPU path: the stored formats in place (LinearKind::host), f16 or f32 KV.
 std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool);
-std::unique_ptr<Backend> make_host_backend(ThreadPool& pool);
+std::unique_ptr<Backend> make_host_backend(ThreadPool& pool, ops::Batching batching);  // batching: for its linear layers
 // The CUDA backend on GPU `ordinal`. Throws UsageError in a build without CUDA or when no GPU is visible.
 std::unique_ptr<Backend> make_cuda_backend(int ordinal = 0);
 std::unique_ptr<Backend> make_backend(Device device, ThreadPool& pool);

@@ -13,6 +13,7 @@
 #include "mo/engine/backend.h"
 #include "mo/engine/kv_layout.h"
 #include "mo/engine/kv_storage.h"
+#include "mo/engine/ops/linear.h"
 #include "mo/engine/weights.h"
 
 namespace mo::engine {
@@ -40,7 +41,12 @@ class Engine {
   // device cuda also uploads the weights to the GPU and runs forward() there (with a KvStorage made with
   // kv_device()); the per-layer entry points below always run on the CPU. Both run one Llama block
   // implementation (DeviceModel).
-  Engine(ModelWeights weights, ThreadPool& pool, Device device = Device::cpu);
+  // `pool` must outlive the engine. `batching`: how the CPU's linear layers may treat a many-token call
+  // (ops::Batching; blas only for whole-dataset passes such as quantize).
+  Engine(ModelWeights weights, ThreadPool& pool, Device device = Device::cpu, ops::Batching batching = ops::Batching::invariant);
+  // Shares ownership of `pool` (the default pool: set_default_threads may install another meanwhile).
+  Engine(ModelWeights weights, std::shared_ptr<ThreadPool> pool, Device device = Device::cpu,
+         ops::Batching batching = ops::Batching::invariant);
   ~Engine();
   Engine(Engine&&) noexcept;
 
@@ -67,6 +73,7 @@ class Engine {
   void logits(const float* hidden, std::int64_t n, float* out);                              // out: [n, vocab]
 
  private:
+  std::shared_ptr<ThreadPool> pool_owner_;     // null when the caller owns the pool; destroyed last
   ModelWeights w_;
   std::unique_ptr<Backend> host_backend_;
   std::unique_ptr<DeviceModel> host_model_;    // reads w_ in place

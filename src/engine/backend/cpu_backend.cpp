@@ -18,7 +18,8 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(ThreadPool& pool, bool host_formats) : pool_(pool), host_formats_(host_formats) {}
+  CpuBackend(ThreadPool& pool, bool host_formats, ops::Batching batching)
+      : pool_(pool), host_formats_(host_formats), batching_(batching) {}
   Device device() const override { return Device::cpu; }
   std::string describe() const override { return fmt::format("cpu ({} threads)", pool_.size()); }
   bool host_formats() const override { return host_formats_; }
@@ -70,7 +71,7 @@ class CpuBackend final : public Backend {
   }
   void attention(const AttentionArgs& a) override { cpu_dev::attention(a, pool_); }
   void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) override {
-    if (w.kind == LinearKind::host) return ops::linear(x, n, *w.host, y, pool_);
+    if (w.kind == LinearKind::host) return ops::linear(x, n, *w.host, y, pool_, batching_);
     cpu_dev::linear(x, n, w, y, pool_);
   }
   void linear_multi(const float* x, std::int64_t n, const DeviceLinear* const* ws, float* const* ys, int count) override {
@@ -78,7 +79,7 @@ class CpuBackend final : public Backend {
     for (int i = 0; i < count; ++i)
       if (ws[i]->kind == LinearKind::host) ms.push_back(ws[i]->host);
     if (static_cast<int>(ms.size()) != count) return Backend::linear_multi(x, n, ws, ys, count);
-    ops::linear_multi(x, n, ms, std::span<float* const>(ys, static_cast<std::size_t>(count)), pool_);
+    ops::linear_multi(x, n, ms, std::span<float* const>(ys, static_cast<std::size_t>(count)), pool_, batching_);
   }
 
  private:
@@ -86,15 +87,18 @@ class CpuBackend final : public Backend {
   static constexpr std::int64_t kSplit = 1 << 14;  // elements below which threads cost more than they save
   ThreadPool& pool_;
   bool host_formats_;
+  ops::Batching batching_;  // for the stored formats (LinearKind::host)
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool, false); }
-std::unique_ptr<Backend> make_host_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool, true); }
+std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool, false, ops::Batching::invariant); }
+std::unique_ptr<Backend> make_host_backend(ThreadPool& pool, ops::Batching batching) {
+  return std::make_unique<CpuBackend>(pool, true, batching);
+}
 
 std::unique_ptr<Backend> make_backend(Device device, ThreadPool& pool) {
-  return device == Device::cuda ? make_cuda_backend(0) : make_host_backend(pool);
+  return device == Device::cuda ? make_cuda_backend(0) : make_host_backend(pool, ops::Batching::invariant);
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int ordinal) {

@@ -24,8 +24,6 @@ void matrix_row(const engine::Matrix& w, std::int64_t r, float* out) {
 
 namespace {
 
-std::atomic<bool> g_blas_batches{false};
-
 // Types without a fused kernel: each row is decoded once into a thread-local buffer and dotted
 // with every token.
 void linear_by_rows(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool) {
@@ -42,12 +40,10 @@ void linear_by_rows(const float* x, std::int64_t n, const engine::Matrix& w, flo
 
 }  // namespace
 
-void set_blas_for_batches(bool on) { g_blas_batches = on; }
 void set_int_dot(bool on) { q8::set_int_dot(on); }
 bool int_dot() { return q8::int_dot(); }
-bool blas_for_batches() { return g_blas_batches; }
 
-void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool) {
+void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool, Batching batching) {
   // Packed-only (dummy AWQ) weights: the reference kernel of the device layout.
   if (w.type == engine::kPackedOnlyType) return engine::cpu_dev::linear(x, n, engine::packed_host_view(w), y, pool);
   if (w.type == engine::kQ4zType) {  // AWQ / GPTQ INT4: integer dot with 8-bit activations
@@ -55,7 +51,7 @@ void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, T
     return linear_by_rows(x, n, w, y, pool);
   }
   if (q8::linear_int(x, n, w, y, pool)) return;  // GGUF quant types: integer dot with 8-bit activations (q8.h)
-  if (g_blas_batches && n >= 16 && w.type == 0) {
+  if (batching == Batching::blas && n >= 16 && w.type == 0) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), static_cast<int>(w.rows), static_cast<int>(w.cols), 1.0f, x,
                 static_cast<int>(w.cols), reinterpret_cast<const float*>(w.bytes.data()), static_cast<int>(w.cols), 0.0f, y,
                 static_cast<int>(w.rows));

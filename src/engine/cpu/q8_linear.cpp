@@ -86,7 +86,8 @@ bool linear_int(const float* x, std::int64_t n, const engine::Matrix& w, float* 
 
 }  // namespace q8
 
-void linear_multi(const float* x, std::int64_t n, std::span<const engine::Matrix* const> ws, std::span<float* const> ys, ThreadPool& pool) {
+void linear_multi(const float* x, std::int64_t n, std::span<const engine::Matrix* const> ws, std::span<float* const> ys, ThreadPool& pool,
+                  Batching batching) {
   std::vector<q8::Part> parts;
   std::int64_t total = 0;
   bool shared = !ws.empty() && ws.size() == ys.size();
@@ -97,7 +98,7 @@ void linear_multi(const float* x, std::int64_t n, std::span<const engine::Matrix
     total += ws[i]->rows;
   }
   if (!shared) {
-    for (std::size_t i = 0; i < std::min(ws.size(), ys.size()); ++i) linear(x, n, *ws[i], ys[i], pool);
+    for (std::size_t i = 0; i < std::min(ws.size(), ys.size()); ++i) linear(x, n, *ws[i], ys[i], pool, batching);
     return;
   }
   if (n <= 0) return;

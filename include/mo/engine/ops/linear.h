@@ -14,27 +14,32 @@
 
 namespace mo::ops {
 
+// How a call of many tokens may be computed.
+enum class Batching {
+  invariant,  // a token's result never depends on the other tokens in the call
+  // F32 weights with at least 16 tokens go through BLAS (cblas_sgemm): ~4x the throughput of the row
+  // kernels on calibration-sized batches, but a token's result may then depend on the batch it came in,
+  // so only whole-dataset passes (quantize, calibration) ask for it.
+  blas,
+};
+
 // x: [n, w.cols] f32, y: [n, w.rows] f32 (overwritten). Quantized GGUF weights (Q4_0 ... Q6_K) take
 // integer dot products: x is quantized once per call to 8-bit blocks of 32 (as llama.cpp's q8_0) and
 // each row is dotted with it in integers (src/engine/cpu/q8.h), bit-identical whatever the batch.
-void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool);
+void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool,
+            Batching batching = Batching::invariant);
 
 // Several matrices with the same input (q/k/v, gate/up) in one call: x is quantized once and all their
 // output rows are split across the threads together. ys[i]: [n, ws[i]->rows]. Bit for bit the same as
 // separate linear calls (which it makes when the matrices cannot share the integer path).
-void linear_multi(const float* x, std::int64_t n, std::span<const engine::Matrix* const> ws, std::span<float* const> ys, ThreadPool& pool);
+void linear_multi(const float* x, std::int64_t n, std::span<const engine::Matrix* const> ws, std::span<float* const> ys, ThreadPool& pool,
+                  Batching batching = Batching::invariant);
 
 // Quantized weights (GGUF block types, AWQ/GPTQ INT4) take integer dot products with 8-bit activations
 // (on by default, as llama.cpp). Off: f32 activations against the exactly decoded weights (slower), for
 // references that must see the stored weights alone. MO_INT_DOT=0 in the environment starts it off.
 void set_int_dot(bool on);
 bool int_dot();
-
-// Batch GEMM through BLAS (cblas_sgemm) for F32 weights when a call has at least 16 tokens: ~4x the
-// throughput of the row kernels on calibration-sized batches, but a token's result may then depend on
-// the batch it came in, so only whole-dataset passes (quantize, calibration) turn it on.
-void set_blas_for_batches(bool on);
-bool blas_for_batches();
 
 // One row of an embedding-style matrix (row `r` of w) decoded into out[0, w.cols).
 void matrix_row(const engine::Matrix& w, std::int64_t r, float* out);
