@@ -6,6 +6,8 @@
 #include "mo/model/model_source.h"
 #include "mo/formats/hf_quant_config.h"
 
+namespace formats = mo::formats;
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = mo::fuzz::write_input(data, size, "config.json");
   mo::fuzz::refusals_are_errors([&] {

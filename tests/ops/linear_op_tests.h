@@ -1,7 +1,7 @@
 #pragma once
 // Op tests of the linear kernels (f16, GGUF blocks, AWQ, GPTQ), written once for every backend.
-// Expected values come from independent host math: formats::QuantizedLinear::dequantize() for AWQ/GPTQ (packed
-// with formats::pack_awq / formats::pack_gptq), gguf::dequantize_row for the GGUF kinds, times x in double.
+// Expected values come from independent host math: mo::formats::QuantizedLinear::dequantize() for AWQ/GPTQ (packed
+// with mo::formats::pack_awq / mo::formats::pack_gptq), gguf::dequantize_row for the GGUF kinds, times x in double.
 // Token counts cover the fused GEMV (n <= 8) and the dequantize + GEMM (n > 8) paths of the CUDA backend;
 // shapes cover partial tiles, several K chunks / split-K blocks, and every group layout.
 #include <algorithm>
@@ -41,9 +41,9 @@ inline void expect_linear_near(const std::vector<float>& y, const std::vector<fl
 }
 
 // Random codes, zeros and scales; act-order shuffles the column -> group assignment.
-inline formats::QuantizedLinear random_quantized(std::mt19937_64& rng, std::int64_t rows, std::int64_t cols, int bits, int group,
+inline mo::formats::QuantizedLinear random_quantized(std::mt19937_64& rng, std::int64_t rows, std::int64_t cols, int bits, int group,
                                                bool act_order, bool zero_at_least_one) {
-  formats::QuantizedLinear q;
+  mo::formats::QuantizedLinear q;
   q.rows = rows, q.cols = cols;
   q.scheme = {bits, group, false};
   const std::int64_t G = q.scheme.effective_group(cols);
@@ -76,8 +76,8 @@ class LinearOps : public mo::test::BackendTest<Tag> {
   }
 
   // AWQ layout of q on the device, checked against q.dequantize() for every token count.
-  void check_awq(const formats::QuantizedLinear& q, std::size_t weight_offset, const std::string& what) {
-    const auto t = formats::pack_awq(q);
+  void check_awq(const mo::formats::QuantizedLinear& q, std::size_t weight_offset, const std::string& what) {
+    const auto t = mo::formats::pack_awq(q);
     const auto w = q.dequantize();
     auto dw = this->zeros(t.qweight.size() * 4 + weight_offset);
     this->backend().upload(dw.template as<char>() + weight_offset, t.qweight.data(), t.qweight.size() * 4);
@@ -95,8 +95,8 @@ class LinearOps : public mo::test::BackendTest<Tag> {
   }
 
   // GPTQ layout of q (v1: zero-1 stored) on the device; g_idx passed only for act-order.
-  void check_gptq(const formats::QuantizedLinear& q, bool v1, bool pass_g_idx, std::size_t weight_offset, const std::string& what) {
-    const auto t = formats::pack_gptq(q, v1);
+  void check_gptq(const mo::formats::QuantizedLinear& q, bool v1, bool pass_g_idx, std::size_t weight_offset, const std::string& what) {
+    const auto t = mo::formats::pack_gptq(q, v1);
     const auto w = q.dequantize();
     auto dw = this->zeros(t.qweight.size() * 4 + weight_offset);
     this->backend().upload(dw.template as<char>() + weight_offset, t.qweight.data(), t.qweight.size() * 4);

@@ -8,6 +8,7 @@
   refuses in one line that says no GPU is visible, exit 2; a CPU build says it was built without CUDA.
 """
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def nvidia_device_present():
 def main():
     v = run("--version")
     assert v.returncode == 0, v.stderr[-2000:]
-    built = "cuda: off" not in v.stdout
+    built = not re.search(r"^cuda:\s+off\b", v.stdout, re.M)  # "cuda:       off (CPU build)"
     if nvidia_device_present():
         print("an NVIDIA device is present: only the CPU-build checks apply")
         return

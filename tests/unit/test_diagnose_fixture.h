@@ -31,7 +31,7 @@ inline void write_fake_quantized_gguf(const std::string& src, const std::string&
     const std::int64_t cols = static_cast<std::int64_t>(t.ne[0]), rows = static_cast<std::int64_t>(t.n_elements()) / cols;
     std::vector<float> w(static_cast<std::size_t>(rows * cols));
     std::memcpy(w.data(), bytes.data(), bytes.size());
-    formats::QuantScheme scheme;
+    mo::formats::QuantScheme scheme;
     scheme.bits = bits_of(std::stoi(m[1].str()));
     scheme.group_size = 32;
     scheme.sym = false;

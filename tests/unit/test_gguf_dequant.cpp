@@ -31,7 +31,7 @@
 
 namespace {
 
-using namespace mo::quant;
+namespace formats = mo::formats;
 using mo::GgmlType;
 
 constexpr uint32_t id(GgmlType t) { return static_cast<uint32_t>(t); }

@@ -27,6 +27,8 @@
 #include "mo/tokenizer/tokenizer.h"
 #include "quant_test_support.h"
 
+namespace formats = mo::formats;
+
 namespace fs = std::filesystem;
 using mo::quant::QuantizeOptions;
 

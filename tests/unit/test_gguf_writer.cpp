@@ -157,9 +157,9 @@ TEST_P(GgufWriterRoundTrip, ReadsBackEveryValueTypeAndTensor) {
 INSTANTIATE_TEST_SUITE_P(VersionsAndAlignments, GgufWriterRoundTrip,
                          ::testing::Values(Layout{3, 0}, Layout{3, 32}, Layout{3, 64}, Layout{2, 0}, Layout{2, 64},
                                            Layout{3, 1}),
-                         [](const auto& info) {
-                           return "v" + std::to_string(info.param.version) + "_align" +
-                                  std::to_string(info.param.alignment);
+                         [](const auto& param_info) {
+                           return "v" + std::to_string(param_info.param.version) + "_align" +
+                                  std::to_string(param_info.param.alignment);
                          });
 
 // Little-endian bytes assembled field by field, to state exactly what the writer must produce.

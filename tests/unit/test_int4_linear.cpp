@@ -29,6 +29,8 @@
 #include "mo/model/model_files.h"
 #include "mo/formats/pack.h"
 
+namespace formats = mo::formats;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -21,6 +21,8 @@
 #include "mo/io/gguf_dequant.h"
 #include "mo/formats/gguf_blocks.h"
 
+namespace formats = mo::formats;
+
 namespace {
 
 using mo::GgmlType;
@@ -34,7 +36,7 @@ void put_f16(std::uint8_t* p, float v) {
 // Random bytes are valid quants and packed scales for every block type; only the f16 fields need
 // real values (no NaN/Inf), written here at their offsets in each block.
 std::vector<std::uint8_t> random_row(GgmlType type, std::int64_t cols, std::mt19937& rng) {
-  using namespace mo::quant;
+  using namespace mo::formats;
   const mo::GgmlTypeInfo* info = mo::ggml_type_info(type);
   const std::int64_t nb = cols / info->block_size;
   std::vector<std::uint8_t> row(static_cast<std::size_t>(nb * info->type_size));
@@ -199,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // No fused SIMD kernel: the scalar level and the row-by-row path.
                       Case{GgmlType::Q5_0, {64}}, Case{GgmlType::Q5_1, {64}}, Case{GgmlType::Q2_K, {256}},
                       Case{GgmlType::Q3_K, {256}}, Case{GgmlType::Q5_K, {256}}),
-    [](const ::testing::TestParamInfo<Case>& info) { return std::string(mo::ggml_type_info(info.param.type)->name); });
+    [](const ::testing::TestParamInfo<Case>& param_info) { return std::string(mo::ggml_type_info(param_info.param.type)->name); });
 
 // A whole model: the logits at each SIMD level stay within relative L2 1e-3 (the acceptance bound;
 // reordered f32 sums give ~1e-6) of the scalar level's, which dots the dequantized f32 weights.

@@ -7,6 +7,8 @@
 #include "mo/quant/awq.h"
 #include "mo/quant/rtn.h"
 
+namespace formats = mo::formats;
+
 using namespace mo;
 using namespace mo::quant;
 using engine::LinearId;

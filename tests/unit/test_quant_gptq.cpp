@@ -9,6 +9,8 @@
 #include "mo/quant/gptq.h"
 #include "mo/quant/rtn.h"
 
+namespace formats = mo::formats;
+
 using namespace mo;
 using namespace mo::quant;
 

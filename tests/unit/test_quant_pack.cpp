@@ -13,6 +13,8 @@
 #include "mo/formats/hf_quant_config.h"
 #include "mo/formats/pack.h"
 
+namespace formats = mo::formats;
+
 namespace {
 
 using formats::QuantizedLinear;

@@ -7,6 +7,8 @@
 #include "mo/core/half.h"
 #include "mo/quant/rtn.h"
 
+namespace formats = mo::formats;
+
 using namespace mo;
 using namespace mo::quant;
 

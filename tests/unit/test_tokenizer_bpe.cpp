@@ -82,8 +82,8 @@ TEST_P(GgufVocab, EveryLlamaCppVectorPasses) {
 
 INSTANTIATE_TEST_SUITE_P(TokenizerBpe, GgufVocab,
                          testing::Values("gpt-2", "mpt", "starcoder", "refact", "falcon", "deepseek-llm", "deepseek-coder"),
-                         [](const auto& info) {
-                           std::string n = info.param;
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
                            for (char& c : n)
                              if (c == '-') c = '_';
                            return n;

@@ -478,8 +478,8 @@ TEST_P(TokenizerExportByteLevel, RoundTrip) {
 INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, TokenizerExportByteLevel,
                          ::testing::Values("gpt-2", "falcon", "mpt", "starcoder", "refact", "deepseek-llm", "deepseek-coder",
                                            "gpt-neox"),
-                         [](const auto& info) {
-                           std::string n = info.param;
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });

@@ -16,8 +16,9 @@ namespace mo::serve {
 
 class ApiError : public std::runtime_error {
  public:
-  ApiError(int status, std::string message, std::string param = {}, std::string type = "invalid_request_error", std::string code = {})
-      : std::runtime_error(message), status(status), param(std::move(param)), type(std::move(type)), code(std::move(code)) {}
+  ApiError(int http_status, const std::string& message, std::string param_name = {}, std::string error_type = "invalid_request_error",
+           std::string error_code = {})
+      : std::runtime_error(message), status(http_status), param(std::move(param_name)), type(std::move(error_type)), code(std::move(error_code)) {}
   int status;
   std::string param, type, code;
   int retry_after_s = 0;  // > 0: sent as Retry-After (429 queue full), which OpenAI and vLLM clients honour
