@@ -21,13 +21,24 @@ struct BuiltinText {
 };
 constexpr BuiltinText kTexts[] = {{"wikitext2", "text/wikitext2-test-raw.txt"}, {"tinystories", "text/tinystories-sample.txt"}};
 
+// Reports name the files they read; the built-in folder is printed as a user would type it, relative
+// to the working directory ("../shared/data" from the checkout), unless the two share only "/".
+std::string relative_to_cwd(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  if (ec || !dir.is_absolute()) return dir.string();
+  auto d = dir.begin(), c = cwd.begin();
+  if (++d == dir.end() || ++c == cwd.end() || *d != *c) return dir.string();
+  return dir.lexically_proximate(cwd).string();
+}
+
 }  // namespace
 
 std::string eval_data_dir() {
   if (const char* env = std::getenv("MO_EVAL_DATA"); env && *env) return env;
 #ifdef MO_DEFAULT_CALIBRATION_DIR
   // The build knows the checkout only through the calibration folder, <checkout>/.cache/calibration.
-  return (fs::path(MO_DEFAULT_CALIBRATION_DIR).parent_path().parent_path().parent_path() / "shared" / "data").lexically_normal().string();
+  return relative_to_cwd((fs::path(MO_DEFAULT_CALIBRATION_DIR).parent_path().parent_path().parent_path() / "shared" / "data").lexically_normal());
 #else
   return "../shared/data";
 #endif

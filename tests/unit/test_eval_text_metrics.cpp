@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <unistd.h>
 
 #include <filesystem>
@@ -131,6 +132,28 @@ TEST(EvalData, CrlfIsNormalisedAndOneTrailingNewlineDropped) {
   }
   EXPECT_EQ(mo::eval::read_eval_text(path.string()), "a\nb\nc\n");
   std::filesystem::remove(path);
+}
+
+// Reports print the built-in text and task paths: the shared folder as a user types it from the checkout
+// ("../shared/data/..."), not the build's absolute path; from "/" there is nothing shorter to print.
+TEST(EvalData, BuiltInFolderIsPrintedRelativeToTheWorkingDirectory) {
+  namespace fs = std::filesystem;
+  const char* env = std::getenv("MO_EVAL_DATA");
+  const std::string saved_env = env ? env : "";
+  ::unsetenv("MO_EVAL_DATA");
+  const fs::path cwd = fs::current_path();
+  const fs::path here = mo::eval::eval_data_dir();
+  EXPECT_TRUE(here.is_relative()) << here;
+  EXPECT_EQ(fs::absolute(here).lexically_normal(), fs::path(kData).lexically_normal()) << here;
+  if (fs::exists(kData + "/tasks/arc_easy.jsonl"))
+    EXPECT_EQ(mo::eval::resolve_task_path("arc_easy", "tasks"), (here / "tasks" / "arc_easy.jsonl").string());
+  fs::current_path("/");
+  EXPECT_EQ(fs::path(mo::eval::eval_data_dir()), fs::path(kData).lexically_normal());
+  fs::current_path(cwd);
+  ::setenv("MO_EVAL_DATA", "my-data", 1);
+  EXPECT_EQ(mo::eval::eval_data_dir(), "my-data");  // as the user set it
+  if (saved_env.empty()) ::unsetenv("MO_EVAL_DATA");
+  else ::setenv("MO_EVAL_DATA", saved_env.c_str(), 1);
 }
 
 TEST(EvalData, UnknownTextNamesTheKeyAndTheBuiltIns) {

@@ -9,6 +9,8 @@
 
 namespace mo::eval {
 
+// $MO_EVAL_DATA as given, else the shared folder relative to the working directory ("../shared/data"
+// when run from the checkout), so reports show the path a user would type, not the build's absolute one.
 std::string eval_data_dir();
 std::vector<std::string> builtin_text_names();
 
