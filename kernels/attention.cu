@@ -241,8 +241,8 @@ int choose_splits(const AttentionArgs& a) {
 
 void attention(const AttentionArgs& a) {
   if (a.n_rows <= 0) return;
-  if (a.num_kv_heads <= 0 || a.num_heads % a.num_kv_heads != 0 || a.num_heads / a.num_kv_heads > 8 || a.head_dim < 1 ||
-      a.head_dim > 256 || a.block_size <= 0)
+  if (a.num_kv_heads <= 0 || a.num_heads % a.num_kv_heads != 0 || a.num_heads / a.num_kv_heads > 8 || a.head_dim < 1 || a.head_dim > 256 ||
+      a.block_size <= 0)
     throw Error("attention: unsupported shape (heads " + std::to_string(a.num_heads) + ", kv heads " + std::to_string(a.num_kv_heads) +
                 ", head_dim " + std::to_string(a.head_dim) + ", block_size " + std::to_string(a.block_size) +
                 "): needs a GQA group of 1..8 and head_dim 1..256");

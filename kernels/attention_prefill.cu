@@ -18,12 +18,12 @@
 namespace mo::engine::cuda_dev {
 namespace {
 
-constexpr int kWarps = 4;                         // warps per block
-constexpr int kThreads = kWarps * 32;             // threads per block
-constexpr int kUnitsPerWarp = 8;                  // (row, head) query units each warp keeps in registers
-constexpr int kUnits = kWarps * kUnitsPerWarp;    // query units per block: rows_per_tile * group
-constexpr int kTileK = 32;                        // K/V positions per shared-memory tile (one per lane)
-constexpr int kRowsPerWarpLoad = kTileK / kWarps; // K/V rows each warp loads per tile
+constexpr int kWarps = 4;                          // warps per block
+constexpr int kThreads = kWarps * 32;              // threads per block
+constexpr int kUnitsPerWarp = 8;                   // (row, head) query units each warp keeps in registers
+constexpr int kUnits = kWarps * kUnitsPerWarp;     // query units per block: rows_per_tile * group
+constexpr int kTileK = 32;                         // K/V positions per shared-memory tile (one per lane)
+constexpr int kRowsPerWarpLoad = kTileK / kWarps;  // K/V rows each warp loads per tile
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Shared-memory layout for one head_dim (byte offsets into the dynamic buffer; every region 16-byte
@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(AttentionAr
 
   for (int t0 = 0; t0 < ctx_max; t0 += kTileK) {
     __syncthreads();  // every warp is done reading the previous tile's K, V
-    // (1) Warp w loads rows w, w + kWarps, ... of the tile: lane reads words lane + 32 e.
+                      // (1) Warp w loads rows w, w + kWarps, ... of the tile: lane reads words lane + 32 e.
 #pragma unroll
     for (int rr = 0; rr < kRowsPerWarpLoad; ++rr) {
       const int pl = rr * kWarps + warp, p = t0 + pl;
@@ -267,8 +267,8 @@ void attention_prefill(const AttentionArgs& a) {
   if (a.n_rows <= 0) return;
   // Shapes this kernel does not take (and batches without row ranges) go to the per-row kernel, which
   // has the same contract and throws for unsupported shapes.
-  const bool shape_ok = a.num_kv_heads > 0 && a.num_heads % a.num_kv_heads == 0 && a.num_heads / a.num_kv_heads <= 8 &&
-                        a.head_dim >= 2 && a.head_dim <= 256 && a.head_dim % 2 == 0 && a.block_size > 0;
+  const bool shape_ok = a.num_kv_heads > 0 && a.num_heads % a.num_kv_heads == 0 && a.num_heads / a.num_kv_heads <= 8 && a.head_dim >= 2 &&
+                        a.head_dim <= 256 && a.head_dim % 2 == 0 && a.block_size > 0;
   if (!shape_ok || !a.seq_first_row || a.num_seqs <= 0 || a.max_rows_per_seq <= 0) return attention(a);
   const auto aligned4 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 4 == 0; };
   if (!aligned4(a.k_cache) || !aligned4(a.v_cache)) return attention(a);  // the loads read f16 pairs

@@ -112,7 +112,7 @@ void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads,
           const float* factors, RopeStyle style) {
   if (n <= 0 || heads <= 0 || head_dim < 2) return;
   rope_kernel<<<grid_for(n * (head_dim / 2)), kThreads>>>(x, pos, n, static_cast<int>(heads), static_cast<int>(head_dim), theta, freq_scale,
-                                                           factors, style == RopeStyle::neox);
+                                                          factors, style == RopeStyle::neox);
   MO_CUDA_CHECK("rope", cudaGetLastError());
 }
 

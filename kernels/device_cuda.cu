@@ -23,8 +23,7 @@ std::string device_summary() {
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p{};
     MO_CUDA_CHECK("cudaGetDeviceProperties", cudaGetDeviceProperties(&p, i));
-    out += fmt::format("{} {} {:.1f} GiB sm_{}{}", i ? ";" : ":", p.name,
-                       p.totalGlobalMem / double(1ull << 30), p.major, p.minor);
+    out += fmt::format("{} {} {:.1f} GiB sm_{}{}", i ? ";" : ":", p.name, p.totalGlobalMem / double(1ull << 30), p.major, p.minor);
   }
   return out;
 }

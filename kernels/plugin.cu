@@ -10,6 +10,7 @@ std::unique_ptr<Backend> cuda_plugin_backend(int ordinal);  // cuda_backend.cu
 }  // namespace mo::engine
 
 extern "C" __attribute__((visibility("default"))) const mo::CudaPluginApi* mo_cuda_plugin_api() {
-  static const mo::CudaPluginApi api{mo::kCudaPluginAbi, &mo::cuda::device_count, &mo::cuda::device_summary, &mo::engine::cuda_plugin_backend};
+  static const mo::CudaPluginApi api{mo::kCudaPluginAbi, &mo::cuda::device_count, &mo::cuda::device_summary,
+                                     &mo::engine::cuda_plugin_backend};
   return &api;
 }

@@ -12,11 +12,10 @@
 #include "mo/formats/k_scales.h"
 
 // cuBLAS calls go through this: a failure throws mo::Error naming the op and cuBLAS's status string.
-#define MO_CUBLAS_CHECK(op, expr)                                                                   \
-  do {                                                                                              \
-    cublasStatus_t mo_st_ = (expr);                                                                 \
-    if (mo_st_ != CUBLAS_STATUS_SUCCESS)                                                            \
-      throw ::mo::Error(std::string(op) + ": cuBLAS error: " + cublasGetStatusString(mo_st_));      \
+#define MO_CUBLAS_CHECK(op, expr)                                                                                                 \
+  do {                                                                                                                            \
+    cublasStatus_t mo_st_ = (expr);                                                                                               \
+    if (mo_st_ != CUBLAS_STATUS_SUCCESS) throw ::mo::Error(std::string(op) + ": cuBLAS error: " + cublasGetStatusString(mo_st_)); \
   } while (0)
 
 namespace mo::engine::cuda_dev::lin {
@@ -27,14 +26,14 @@ enum class Kind { f16, q8_0, q4_k, q6_k, awq, gptq };  // mirrors LinearKind (ke
 struct Args {
   Kind kind = Kind::f16;
   std::int64_t rows = 0, cols = 0;
-  const std::uint8_t* w = nullptr;      // weight / qweight bytes
-  std::int64_t row_bytes = 0;           // GGUF kinds
+  const std::uint8_t* w = nullptr;  // weight / qweight bytes
+  std::int64_t row_bytes = 0;       // GGUF kinds
   const std::uint32_t* qzeros = nullptr;
   const std::uint16_t* scales = nullptr;
   const std::int32_t* g_idx = nullptr;
   int bits = 4;
   std::int64_t group_size = 0, groups = 0;
-  int zero_add = 0;                     // 1 for GPTQ v1 (stored zero = true zero - 1)
+  int zero_add = 0;  // 1 for GPTQ v1 (stored zero = true zero - 1)
 };
 
 constexpr int kMaxGemvTokens = 8;  // n <= 8: fused GEMV kernels; larger n: dequantize + cuBLAS
@@ -51,9 +50,7 @@ __device__ __forceinline__ int awq_out(int k) { return (k & 3) * 2 + (k >> 2); }
 __device__ __forceinline__ int awq_shift(int j) { return 4 * ((j >> 1) | ((j & 1) << 2)); }
 
 // Little-endian u16 from any byte address (GGUF blocks may sit at odd offsets in the fallback path).
-__device__ __forceinline__ std::uint16_t ld_u16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
+__device__ __forceinline__ std::uint16_t ld_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 
 // Weight (r, k) of W, computed with the same f32 operations as the CPU reference (gguf_dequant.cpp for
 // the GGUF kinds, formats::QuantizedLinear::weight for AWQ/GPTQ). Byte loads only for GGUF: any alignment.

@@ -30,8 +30,8 @@ __global__ void __launch_bounds__(kThreads) to_f16_kernel(const float* __restric
 
 // grid: min(ceil(count/256), 65536) blocks of 256 threads, grid-stride; y[i] = Σ_s partial[s*count + i] in
 // slice order (deterministic, no atomics).
-__global__ void __launch_bounds__(kThreads) reduce_kernel(const float* __restrict__ partial, std::int64_t slices, std::int64_t count,
-                                                          float* __restrict__ y) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(const float* __restrict__ partial, std::int64_t slices, std::int64_t count, float* __restrict__ y) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     float s = 0.0f;

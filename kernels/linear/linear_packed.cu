@@ -132,8 +132,7 @@ __global__ void __launch_bounds__(kThreads) gptq_kernel(Args a, std::int64_t kb,
   const std::int64_t k0 = static_cast<std::int64_t>(blockIdx.y) * kb, k1 = dmin64(a.cols, k0 + kb);
   stage_x<N>(x, a.cols, k0, k1, xs);
   if constexpr (ACT)
-    for (int i = threadIdx.x; i < k1 - k0; i += kThreads)
-      gs[i] = a.g_idx ? a.g_idx[k0 + i] : static_cast<int>((k0 + i) / a.group_size);
+    for (int i = threadIdx.x; i < k1 - k0; i += kThreads) gs[i] = a.g_idx ? a.g_idx[k0 + i] : static_cast<int>((k0 + i) / a.group_size);
   __syncthreads();
   float acc[4][N] = {};
   if (o0 < a.rows) {

@@ -19,7 +19,6 @@ void rowwise_q6_k(const Args& a, const float* x, int n, float* y);
 
 namespace rowwise_detail {
 
-
 constexpr int kWarps = 8, kRowsPerWarp = 2, kRowsPerBlock = kWarps * kRowsPerWarp;
 constexpr int kChunk = 1024;  // inputs of x staged in shared memory per step (a multiple of every unit and of 256)
 
@@ -146,8 +145,8 @@ struct Q6K {
 // K is walked in chunks of 1024: the block stages x[0..N)[chunk] in shared memory (f32), then each lane
 // takes units lane, lane+32, ... of both its rows. A warp shuffle sums the lanes; lane 0 writes y.
 template <class Dec, int N>
-__global__ void __launch_bounds__(kWarps * 32) rowwise_kernel(Args a, std::int64_t stride_bytes, const float* __restrict__ x,
-                                                              float* __restrict__ y) {
+__global__ void __launch_bounds__(kWarps * 32)
+    rowwise_kernel(Args a, std::int64_t stride_bytes, const float* __restrict__ x, float* __restrict__ y) {
   __shared__ __align__(16) float xs[N * kChunk];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + warp * kRowsPerWarp;

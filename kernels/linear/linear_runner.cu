@@ -38,7 +38,8 @@ void validate(const DeviceLinear& w, std::int64_t n) {
       const std::size_t bytes = w.kind == LinearKind::q8_0 ? 34 : w.kind == LinearKind::q4_k ? 144 : 210;
       if (w.cols % block != 0) bad(w, "cols must be a multiple of " + str(block));
       const std::size_t want = static_cast<std::size_t>(w.cols / block) * bytes;
-      if (w.row_bytes != want) bad(w, "row_bytes " + str(static_cast<std::int64_t>(w.row_bytes)) + " != " + str(static_cast<std::int64_t>(want)));
+      if (w.row_bytes != want)
+        bad(w, "row_bytes " + str(static_cast<std::int64_t>(w.row_bytes)) + " != " + str(static_cast<std::int64_t>(want)));
       return;
     }
     case LinearKind::awq:

@@ -53,8 +53,10 @@ void bind_flags(Subcommand& sc) {
     for (const auto& a : f.aliases) names += "," + option_names_for(a, sc.option_names);
     if (f.positional) names += "," + f.key;  // CLI11: a name without dashes is positional
     std::string help = f.help;
-    if (!f.choices.empty()) help += " (" + join(f.choices, "|") + ")";
-    else if (f.min || f.max) help += " (" + f.expected() + ")";
+    if (!f.choices.empty())
+      help += " (" + join(f.choices, "|") + ")";
+    else if (f.min || f.max)
+      help += " (" + f.expected() + ")";
     FlagBinding b{&f, nullptr};
     if (f.kind == config::FieldKind::boolean) {
       // --json alone means true; --json=false and --no-json also work.
@@ -66,10 +68,10 @@ void bind_flags(Subcommand& sc) {
       sc.option_names.push_back("--no-" + config::dashed(f.key));
     } else {
       b.option = sc.app->add_option(names)->description(help);
-      b.option->type_name(f.value_name.empty() ? (f.kind == config::FieldKind::integer ? "INT"
-                                                  : f.kind == config::FieldKind::number ? "NUM"
+      b.option->type_name(f.value_name.empty() ? (f.kind == config::FieldKind::integer       ? "INT"
+                                                  : f.kind == config::FieldKind::number      ? "NUM"
                                                   : f.kind == config::FieldKind::string_list ? "LIST"
-                                                                                              : "TEXT")
+                                                                                             : "TEXT")
                                                : f.value_name);
       if (!f.default_text.empty()) b.option->default_str(f.default_text);
       if (f.kind == config::FieldKind::string_list) b.option->expected(1, 1 << 16);
@@ -132,7 +134,8 @@ int run_command(Subcommand& sc, std::vector<std::string> extras) {
 int parse_and_run(int argc, char** argv) {
   CLI::App app{"model-optimizer — quantize, serve, benchmark and diagnose open LLMs, with numbers to show for it"};
   app.footer(kExitCodes);
-  app.set_version_flag("--version", [] { return version_text(); }, "print version, git commit, build type, CUDA and SIMD");
+  app.set_version_flag(
+      "--version", [] { return version_text(); }, "print version, git commit, build type, CUDA and SIMD");
   std::string log_level;
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->type_name("LEVEL");
   app.fallthrough();

@@ -85,21 +85,31 @@ class BenchCommand : public Command {
     if (!cfg_.dataset.empty()) bench::load_dataset_prompts(cfg_.dataset);  // bad file: fail before any load
     if (!cfg_.out.empty()) {
       const auto dir = std::filesystem::absolute(cfg_.out).parent_path();
-      if (!std::filesystem::is_directory(dir)) throw UsageError(fmt::format("--out '{}': directory {} does not exist", cfg_.out, dir.string()));
+      if (!std::filesystem::is_directory(dir))
+        throw UsageError(fmt::format("--out '{}': directory {} does not exist", cfg_.out, dir.string()));
     }
     return o;
   }
 
   nlohmann::json workload_json() const {
-    return {{"endpoint", cfg_.endpoint},          {"stream", cfg_.stream},
-            {"concurrency", cfg_.concurrency},    {"request_rate", cfg_.request_rate},
-            {"arrival", cfg_.arrival},            {"num_prompts", cfg_.num_prompts},
-            {"warmup", cfg_.warmup},              {"input_len", cfg_.input_len},
-            {"input_len_dist", cfg_.input_len_dist}, {"input_len_spread", cfg_.input_len_spread},
-            {"output_len", cfg_.output_len},      {"output_len_dist", cfg_.output_len_dist},
-            {"output_len_spread", cfg_.output_len_spread}, {"dataset", cfg_.dataset},
-            {"ignore_eos", cfg_.ignore_eos},      {"timeout_s", cfg_.timeout},
-            {"slo", cfg_.slo},                    {"seed", cfg_.seed}};
+    return {{"endpoint", cfg_.endpoint},
+            {"stream", cfg_.stream},
+            {"concurrency", cfg_.concurrency},
+            {"request_rate", cfg_.request_rate},
+            {"arrival", cfg_.arrival},
+            {"num_prompts", cfg_.num_prompts},
+            {"warmup", cfg_.warmup},
+            {"input_len", cfg_.input_len},
+            {"input_len_dist", cfg_.input_len_dist},
+            {"input_len_spread", cfg_.input_len_spread},
+            {"output_len", cfg_.output_len},
+            {"output_len_dist", cfg_.output_len_dist},
+            {"output_len_spread", cfg_.output_len_spread},
+            {"dataset", cfg_.dataset},
+            {"ignore_eos", cfg_.ignore_eos},
+            {"timeout_s", cfg_.timeout},
+            {"slo", cfg_.slo},
+            {"seed", cfg_.seed}};
   }
 
   // /v1/models: server info for the results, and the model name when none was given.
@@ -117,8 +127,8 @@ class BenchCommand : public Command {
     }
     if (o.ep.model.empty()) {
       if (ctx.server_models.empty() || !ctx.server_models[0].contains("id"))
-        throw Error(fmt::format("--base-url {}: cannot list models at {}/models ({}); is the server up? pass --model to skip this", cfg_.base_url,
-                                cfg_.base_url, ctx.server_note.empty() ? "empty list" : ctx.server_note));
+        throw Error(fmt::format("--base-url {}: cannot list models at {}/models ({}); is the server up? pass --model to skip this",
+                                cfg_.base_url, cfg_.base_url, ctx.server_note.empty() ? "empty list" : ctx.server_note));
       o.ep.model = ctx.server_models[0]["id"].get<std::string>();
     }
     ctx.model = o.ep.model;
@@ -144,8 +154,10 @@ class BenchCommand : public Command {
 
     // Error texts quote what servers sent, which may not be UTF-8: replaced, so the results are always written.
     constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
-    if (cfg_.json) std::cout << without_samples(results).dump(2, ' ', false, kReplace) << "\n";
-    else std::cout << bench::terminal_table(results);
+    if (cfg_.json)
+      std::cout << without_samples(results).dump(2, ' ', false, kReplace) << "\n";
+    else
+      std::cout << bench::terminal_table(results);
     if (!cfg_.out.empty()) {
       const std::filesystem::path out = cfg_.out;
       const std::filesystem::path md = std::filesystem::path(out).replace_extension(".md");

@@ -19,13 +19,17 @@ class BudgetCommand : public Command {
   int run() override {
     budget::BudgetRequest req = budget::make_request(cfg_);
     if (cfg_.compare_formats) {
-      if (cfg_.json) std::cout << budget::comparison_json(req).dump(2) << "\n";
-      else std::cout << budget::format_comparison(req);
+      if (cfg_.json)
+        std::cout << budget::comparison_json(req).dump(2) << "\n";
+      else
+        std::cout << budget::format_comparison(req);
       return kExitOk;
     }
     budget::BudgetResult res = budget::compute_budget(req);
-    if (cfg_.json) std::cout << budget::to_json(req, res).dump(2) << "\n";
-    else std::cout << budget::format_table(req, res);
+    if (cfg_.json)
+      std::cout << budget::to_json(req, res).dump(2) << "\n";
+    else
+      std::cout << budget::format_table(req, res);
     return kExitOk;
   }
 

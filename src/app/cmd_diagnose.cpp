@@ -18,7 +18,8 @@ class DiagnoseCommand : public Command {
   const char* summary() const override { return "per-layer error of a quantized model against its original, with advice"; }
   void bind(config::Schema& s) override { config::bind(s, cfg_); }
   int run() override {
-    if (cfg_.device == "cuda") throw UsageError("device: diagnose runs on the CPU engine (the reference) in this version; use --device cpu");
+    if (cfg_.device == "cuda")
+      throw UsageError("device: diagnose runs on the CPU engine (the reference) in this version; use --device cpu");
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
     diagnose::DiagnoseOptions opt;
     opt.original = cfg_.original;

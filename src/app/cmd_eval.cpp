@@ -37,7 +37,8 @@ class EvalCommand : public Command {
   void bind(config::Schema& s) override { config::bind(s, cfg_); }
   int run() override {
     if (cfg_.model_path.empty()) throw UsageError("model_path: no model given (eval MODEL [--base-model BASE])");
-    if (cfg_.text == "none" && cfg_.tasks.empty() && !cfg_.latency) throw UsageError("text: none, no tasks and --no-latency leave nothing to evaluate");
+    if (cfg_.text == "none" && cfg_.tasks.empty() && !cfg_.latency)
+      throw UsageError("text: none, no tasks and --no-latency leave nothing to evaluate");
     if (cfg_.ppl_method == "strided" && cfg_.stride > cfg_.ctx)
       throw UsageError(fmt::format("stride: {} is larger than ctx {}; windows would skip tokens", cfg_.stride, cfg_.ctx));
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
@@ -46,9 +47,11 @@ class EvalCommand : public Command {
     report::ReportContext ctx;
     ctx.command = report::invoking_command_line();
     if (!cfg_.base_model.empty()) ctx.title = fmt::format("{} vs {}", r.model.info.name, r.base->info.name);
-    if (eval::tasks_limited(r)) ctx.notes.push_back(fmt::format("Tasks are limited to their first {} items: a quick run, not the full sets.", cfg_.limit));
+    if (eval::tasks_limited(r))
+      ctx.notes.push_back(fmt::format("Tasks are limited to their first {} items: a quick run, not the full sets.", cfg_.limit));
     if (eval::ppl_limited(r))
-      ctx.notes.push_back(fmt::format("Perplexity uses the first {} of the text's {} windows only.", r.model.ppl->windows, r.ppl_windows_available));
+      ctx.notes.push_back(
+          fmt::format("Perplexity uses the first {} of the text's {} windows only.", r.model.ppl->windows, r.ppl_windows_available));
 
     report::ReportPaths paths;
     if (!cfg_.output_path.empty()) paths = report::write_report(cfg_.output_path, r, ctx);

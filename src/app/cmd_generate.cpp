@@ -39,10 +39,12 @@ engine::SamplingParams sampling_of(const config::GenerateConfig& c) {
 void print_stats(const engine::GenerationStats& s, const engine::Engine& e) {
   const engine::Backend* gpu = e.kv_device();
   std::cerr << fmt::format(
-      "\n\nprompt tokens: {} · generated tokens: {} ({}) · TTFT {:.1f} ms · prefill {:.1f} tokens/s · decode {:.1f} tokens/s · peak memory {}{}\n",
+      "\n\nprompt tokens: {} · generated tokens: {} ({}) · TTFT {:.1f} ms · prefill {:.1f} tokens/s · decode {:.1f} tokens/s · peak memory "
+      "{}{}\n",
       s.prompt_tokens, s.generated_tokens, s.finish_reason, s.ttft_ms, s.prefill_tokens_per_s, s.decode_tokens_per_s,
       format_bytes(static_cast<double>(s.peak_rss_bytes)),
-      gpu ? fmt::format(" · peak GPU memory {} on {}", format_bytes(static_cast<double>(gpu->peak_allocated_bytes())), gpu->describe()) : "");
+      gpu ? fmt::format(" · peak GPU memory {} on {}", format_bytes(static_cast<double>(gpu->peak_allocated_bytes())), gpu->describe())
+          : "");
 }
 
 class GenerateCommand : public Command {
@@ -61,7 +63,8 @@ class GenerateCommand : public Command {
 
     if (cfg_.load_format == "dummy") return run_dummy(params, opt);
     model::ModelFiles files = model::ModelFiles::open(cfg_.model_path);
-    if (files.tokenizer_path().empty()) throw UsageError(fmt::format("{}: the model has no tokenizer to turn the prompt into tokens", cfg_.model_path));
+    if (files.tokenizer_path().empty())
+      throw UsageError(fmt::format("{}: the model has no tokenizer to turn the prompt into tokens", cfg_.model_path));
     auto tokenizer = files.gguf() ? tok::load_tokenizer_gguf(*files.gguf()) : tok::load_tokenizer_json(files.tokenizer_path());
     engine::Engine engine(engine::bind_weights(files), default_pool(), parse_device(cfg_.device));
     if (const auto* dm = engine.device_model()) log::info("{}", dm->summary());
@@ -86,9 +89,8 @@ class GenerateCommand : public Command {
     std::vector<std::int32_t> eos;
     for (auto id : engine.hparams().eos_token_ids) eos.push_back(static_cast<std::int32_t>(id));
     if (tokenizer->special().eos) eos.push_back(*tokenizer->special().eos);
-    auto stats = engine::generate(engine, *tokenizer, prompt, params, eos, [](std::string_view text) {
-      std::cout << text << std::flush;
-    }, opt);
+    auto stats = engine::generate(
+        engine, *tokenizer, prompt, params, eos, [](std::string_view text) { std::cout << text << std::flush; }, opt);
     print_stats(stats, engine);
     return 0;
   }
@@ -103,8 +105,8 @@ int GenerateCommand::run_dummy(const engine::SamplingParams& params, const engin
   const auto* preset = model::find_model_preset(cfg_.model_path);
   if (!preset) throw UsageError(fmt::format("model_path: load_format dummy needs a preset ({})", join(model::model_preset_names())));
   const auto type = ggml_type_from_name(cfg_.dummy_type);
-  engine::Engine engine(cfg_.dummy_type == "awq" ? engine::dummy_awq_weights(preset->hp) : engine::dummy_weights(preset->hp, *type), default_pool(),
-                        parse_device(cfg_.device));
+  engine::Engine engine(cfg_.dummy_type == "awq" ? engine::dummy_awq_weights(preset->hp) : engine::dummy_weights(preset->hp, *type),
+                        default_pool(), parse_device(cfg_.device));
   if (const auto* dm = engine.device_model()) log::info("{}", dm->summary());
   struct Ids : tok::Tokenizer {
     std::vector<std::int32_t> encode(std::string_view, bool, bool) const override { return {}; }
@@ -127,7 +129,8 @@ int GenerateCommand::run_dummy(const engine::SamplingParams& params, const engin
   } ids;
   ids.vocab = static_cast<std::int32_t>(preset->hp.vocab_size);
   std::vector<std::int32_t> prompt = {1};
-  auto stats = engine::generate(engine, ids, prompt, params, {}, [](std::string_view text) { std::cout << text << std::flush; }, opt);
+  auto stats = engine::generate(
+      engine, ids, prompt, params, {}, [](std::string_view text) { std::cout << text << std::flush; }, opt);
   print_stats(stats, engine);
   return 0;
 }

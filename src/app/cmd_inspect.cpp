@@ -72,8 +72,10 @@ class InspectCommand : public Command {
       return 0;
     }
     nlohmann::json d = inspect::describe(model::ModelFiles::open(cfg_.model_path));
-    if (cfg_.json) std::cout << d.dump(2) << "\n";
-    else std::cout << inspect::format_text(d);
+    if (cfg_.json)
+      std::cout << d.dump(2) << "\n";
+    else
+      std::cout << inspect::format_text(d);
     if (d["load_error"].is_null()) return 0;
     std::cerr << "error: " << d["load_error"].get<std::string>() << "\n";
     return kExitRuntime;

@@ -52,21 +52,24 @@ report::ReportPaths evaluate_output(const config::QuantizeConfig& cfg, const qua
     ctx.title = fmt::format("{}: {} → {}", method_label(cfg), e.base->info.name, e.model.info.name);
     ctx.method = method_label(cfg);
     ctx.command = report::invoking_command_line();
-    ctx.decisions = report::summarize_decisions(r.output.ends_with(".gguf") ? r.output + ".decisions.jsonl" : r.output + "/decisions.jsonl");
-    ctx.notes.push_back(r.calibration_used_samples > 0 && r.calibration_used_samples < r.calibration_samples
-                            ? fmt::format("Calibration: {} ({} samples, {} tokens; the calibration passes read {} of the samples, {} tokens).",
-                                          r.calibration, r.calibration_samples, r.calibration_tokens, r.calibration_used_samples,
-                                          r.calibration_used_tokens)
-                            : fmt::format("Calibration: {} ({} samples, {} tokens).", r.calibration, r.calibration_samples, r.calibration_tokens));
+    ctx.decisions =
+        report::summarize_decisions(r.output.ends_with(".gguf") ? r.output + ".decisions.jsonl" : r.output + "/decisions.jsonl");
+    ctx.notes.push_back(
+        r.calibration_used_samples > 0 && r.calibration_used_samples < r.calibration_samples
+            ? fmt::format("Calibration: {} ({} samples, {} tokens; the calibration passes read {} of the samples, {} tokens).",
+                          r.calibration, r.calibration_samples, r.calibration_tokens, r.calibration_used_samples, r.calibration_used_tokens)
+            : fmt::format("Calibration: {} ({} samples, {} tokens).", r.calibration, r.calibration_samples, r.calibration_tokens));
     if (eval::tasks_limited(e))
-      ctx.notes.push_back(fmt::format("Tasks are limited to their first {} items (eval_limit): a quick run, not the full sets.", cfg.eval_limit));
+      ctx.notes.push_back(
+          fmt::format("Tasks are limited to their first {} items (eval_limit): a quick run, not the full sets.", cfg.eval_limit));
     if (eval::ppl_limited(e))
-      ctx.notes.push_back(fmt::format("Perplexity and KL use the first {} of the text's {} windows (eval_ppl_windows).", e.model.ppl->windows,
-                                      e.ppl_windows_available));
+      ctx.notes.push_back(fmt::format("Perplexity and KL use the first {} of the text's {} windows (eval_ppl_windows).",
+                                      e.model.ppl->windows, e.ppl_windows_available));
     *verdict = report::verdict(e, ctx);
     return report::write_report(r.output, e, ctx);
   } catch (const UsageError& e) {
-    throw UsageError(fmt::format("evaluation: {} (the quantized model at {} is complete; evaluate it later with `model-optimizer eval`)", e.what(), r.output));
+    throw UsageError(fmt::format("evaluation: {} (the quantized model at {} is complete; evaluate it later with `model-optimizer eval`)",
+                                 e.what(), r.output));
   }
 }
 
@@ -81,9 +84,18 @@ class QuantizeCommand : public Command {
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
     quant::QuantizeReport r = quant::quantize_model(quantize_options(cfg_));
     if (cfg_.json) {
-      nlohmann::json j = {{"input", r.input}, {"output", r.output}, {"method", r.method}, {"summary", r.summary}, {"layout", r.layout}, {"loads_in", r.loaders},
-                          {"name_suggestion", r.name_suggestion}, {"input_bytes", r.input_bytes}, {"output_bytes", r.output_bytes},
-                          {"seconds", r.seconds}, {"peak_rss_bytes", r.peak_rss}, {"notes", r.notes}};
+      nlohmann::json j = {{"input", r.input},
+                          {"output", r.output},
+                          {"method", r.method},
+                          {"summary", r.summary},
+                          {"layout", r.layout},
+                          {"loads_in", r.loaders},
+                          {"name_suggestion", r.name_suggestion},
+                          {"input_bytes", r.input_bytes},
+                          {"output_bytes", r.output_bytes},
+                          {"seconds", r.seconds},
+                          {"peak_rss_bytes", r.peak_rss},
+                          {"notes", r.notes}};
       if (cfg_.eval && cfg_.load_format != "dummy") {
         std::string verdict;
         const auto paths = evaluate_output(cfg_, r, &verdict);
@@ -98,8 +110,8 @@ class QuantizeCommand : public Command {
     std::cout << fmt::format("  {}\n", r.summary);
     if (!r.layout.empty()) std::cout << fmt::format("  layout: {}; loads in: {}\n", r.layout, r.loaders);
     if (r.input_bytes > 0)
-      std::cout << fmt::format("  size: {} -> {} of tensor data ({:.2f}x smaller)\n", format_bytes(r.input_bytes), format_bytes(r.output_bytes),
-                               static_cast<double>(r.input_bytes) / static_cast<double>(r.output_bytes));
+      std::cout << fmt::format("  size: {} -> {} of tensor data ({:.2f}x smaller)\n", format_bytes(r.input_bytes),
+                               format_bytes(r.output_bytes), static_cast<double>(r.input_bytes) / static_cast<double>(r.output_bytes));
     else
       std::cout << fmt::format("  size: {} of tensor data\n", format_bytes(r.output_bytes));
     std::cout << fmt::format("  time: {}, peak memory {}\n", format_duration(r.seconds), format_bytes(r.peak_rss));

@@ -41,9 +41,10 @@ std::vector<RegressionLimit> parse_max_regression(const std::string& text) {
     const auto eq = item.find('=');
     const std::string metric = to_lower(item.substr(0, eq));
     if (eq == std::string::npos || !known_metric(metric))
-      throw UsageError(fmt::format("--max-regression '{}': expected METRIC=PERCENT%, METRIC one of ttft|tpot|itl|e2e + "
-                                   "_mean|_p50|_p90|_p95|_p99, or {}",
-                                   item, join(kRates, ", ")));
+      throw UsageError(
+          fmt::format("--max-regression '{}': expected METRIC=PERCENT%, METRIC one of ttft|tpot|itl|e2e + "
+                      "_mean|_p50|_p90|_p95|_p99, or {}",
+                      item, join(kRates, ", ")));
     const std::string v = item.substr(eq + 1);
     char* end = nullptr;
     const double pct = std::strtod(v.c_str(), &end);
@@ -100,11 +101,11 @@ CompareResult compare_results(const json& base, const json& now, const std::vect
         verdict = crossed ? "REGRESSION" : "ok";
         r.regression = r.regression || crossed;
       }
-      const std::string unit = m == "throughput" || m == "total_throughput"       ? " tok/s"
+      const std::string unit = m == "throughput" || m == "total_throughput"  ? " tok/s"
                                : m == "request_throughput" || m == "goodput" ? " req/s"
-                                                                              : " ms";
-      r.table += fmt::format("{:>12} {:>20} {:>12} {:>12} {:>+8.1f}% {:>8}  {}\n", name, m + unit,
-                             fmt::format("{:.2f}", b), fmt::format("{:.2f}", n), delta, limit, verdict);
+                                                                             : " ms";
+      r.table += fmt::format("{:>12} {:>20} {:>12} {:>12} {:>+8.1f}% {:>8}  {}\n", name, m + unit, fmt::format("{:.2f}", b),
+                             fmt::format("{:.2f}", n), delta, limit, verdict);
     }
   }
   for (const auto& l : now["levels"]) {

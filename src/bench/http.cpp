@@ -119,8 +119,10 @@ std::string parse_head(const std::string& head, Head& h) {
     const std::string name = to_lower(line.substr(0, colon));
     std::string value = line.substr(colon + 1);
     value.erase(0, value.find_first_not_of(" \t"));
-    if (name == "content-type") h.content_type = value;
-    else if (name == "transfer-encoding" && to_lower(value).find("chunked") != std::string::npos) h.chunked = true;
+    if (name == "content-type")
+      h.content_type = value;
+    else if (name == "transfer-encoding" && to_lower(value).find("chunked") != std::string::npos)
+      h.chunked = true;
     else if (name == "content-length") {
       value.erase(value.find_last_not_of(" \t") + 1);
       // Digits only (no sign), and one value: "-5" or two different lengths are a broken or hostile server.
@@ -163,8 +165,10 @@ int connect_to(const Url& url, Clock::time_point deadline, double timeout_s, con
     fd = -1;
   }
   ::freeaddrinfo(res);
-  if (fd >= 0) error.clear();
-  else error = fmt::format("cannot connect to {}:{}: {}", url.host, url.port, to_lower(error));
+  if (fd >= 0)
+    error.clear();
+  else
+    error = fmt::format("cannot connect to {}:{}: {}", url.host, url.port, to_lower(error));
   return fd;
 }
 

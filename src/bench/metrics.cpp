@@ -108,8 +108,8 @@ LevelSummary summarize(const std::vector<RequestSample>& samples, double duratio
 }
 
 nlohmann::json to_json(const Stats& s) {
-  return {{"mean", s.mean}, {"median", s.median}, {"p90", s.p90}, {"p95", s.p95}, {"p99", s.p99},
-          {"min", s.min},   {"max", s.max},       {"count", s.count}};
+  return {{"mean", s.mean}, {"median", s.median}, {"p90", s.p90}, {"p95", s.p95},
+          {"p99", s.p99},   {"min", s.min},       {"max", s.max}, {"count", s.count}};
 }
 
 nlohmann::json to_json(const LevelSummary& s) {

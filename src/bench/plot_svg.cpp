@@ -27,8 +27,9 @@ std::string axes(double x0, const std::string& title, const std::string& xlabel,
   s += fmt::format(R"svg(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#444"/>)svg", x0 + kLeft, kTop, pw, ph);
   for (int i = 0; i <= 4; ++i) {
     const double y = kTop + ph - ph * i / 4;
-    s += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#ddd"/><text x="{}" y="{}" font-size="10" text-anchor="end">{:g}</text>)svg",
-                     x0 + kLeft, x0 + kLeft + pw, y, y, x0 + kLeft - 4, y + 3, ymax * i / 4);
+    s += fmt::format(
+        R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#ddd"/><text x="{}" y="{}" font-size="10" text-anchor="end">{:g}</text>)svg",
+        x0 + kLeft, x0 + kLeft + pw, y, y, x0 + kLeft - 4, y + 3, ymax * i / 4);
     if (x_ticks) {
       const double x = x0 + kLeft + pw * i / 4;
       s += fmt::format(R"svg(<text x="{}" y="{}" font-size="10" text-anchor="middle">{:g}</text>)svg", x, kTop + ph + 14, xmax * i / 4);

@@ -69,9 +69,9 @@ json results_json(const RunResult& r, const RunContext& ctx) {
 }
 
 std::string terminal_table(const json& results) {
-  std::string out = fmt::format("{:>12} {:>6} {:>5} {:>8} {:>11} {:>17} {:>15} {:>15} {:>17} {:>8} {:>5}\n", "concurrency", "ok", "fail",
-                                "req/s", "out tok/s", "TTFT ms p50/p99", "TPOT ms p50/p99", "ITL ms p50/p99", "E2E ms p50/p99",
-                                "goodput", "peak");
+  std::string out =
+      fmt::format("{:>12} {:>6} {:>5} {:>8} {:>11} {:>17} {:>15} {:>15} {:>17} {:>8} {:>5}\n", "concurrency", "ok", "fail", "req/s",
+                  "out tok/s", "TTFT ms p50/p99", "TPOT ms p50/p99", "ITL ms p50/p99", "E2E ms p50/p99", "goodput", "peak");
   std::string failures;
   for (const auto& l : results["levels"]) {
     const json& s = l["summary"];
@@ -92,10 +92,13 @@ std::string markdown_report(const json& results, const std::string& plot_file) {
   const json& w = results["workload"];
   std::string md = "# bench results\n\n";
   md += fmt::format("- server: `{}`, model `{}`\n", srv.value("base_url", ""), srv.value("model", ""));
-  md += fmt::format("- started: {}{}\n", results.value("started_at", ""), results.value("interrupted", false) ? " (interrupted: partial results)" : "");
+  md += fmt::format("- started: {}{}\n", results.value("started_at", ""),
+                    results.value("interrupted", false) ? " (interrupted: partial results)" : "");
   md += fmt::format("- workload: `{}`\n", w.dump());
   md += fmt::format("- prompt calibration: {}\n\n", results["calibration"].value("note", ""));
-  md += "| concurrency | ok | failed | req/s | output tok/s | total tok/s | goodput req/s | peak in flight | TTFT p50 ms | TPOT p50 ms | ITL p50 ms | E2E p50 ms |\n";
+  md +=
+      "| concurrency | ok | failed | req/s | output tok/s | total tok/s | goodput req/s | peak in flight | TTFT p50 ms | TPOT p50 ms | ITL "
+      "p50 ms | E2E p50 ms |\n";
   md += "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& l : results["levels"]) {
     const json& s = l["summary"];
@@ -106,14 +109,16 @@ std::string markdown_report(const json& results, const std::string& plot_file) {
   }
   for (const auto& l : results["levels"]) {
     const json& s = l["summary"];
-    md += fmt::format("\n## concurrency {}\n\n| metric (ms) | mean | median | p90 | p95 | p99 |\n|---|---|---|---|---|---|\n", level_name(l));
+    md +=
+        fmt::format("\n## concurrency {}\n\n| metric (ms) | mean | median | p90 | p95 | p99 |\n|---|---|---|---|---|---|\n", level_name(l));
     for (const char* m : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
       if (num(s, m, "count") == 0) continue;
       md += fmt::format("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", std::string(m).substr(0, std::string(m).size() - 3),
                         num(s, m, "mean"), num(s, m, "median"), num(s, m, "p90"), num(s, m, "p95"), num(s, m, "p99"));
     }
     md += fmt::format("\ninput tokens per request: mean {:.1f}; output tokens per request: mean {:.1f}{}\n", num(s, "input_len", "mean"),
-                      num(s, "output_len", "mean"), s.value("token_counts_from_usage", false) ? " (from usage)" : " (usage missing: estimated)");
+                      num(s, "output_len", "mean"),
+                      s.value("token_counts_from_usage", false) ? " (from usage)" : " (usage missing: estimated)");
     for (const auto& [why, n] : s["failures"].items()) md += fmt::format("- failed {} x: {}\n", n.get<long long>(), why);
   }
   if (!plot_file.empty()) md += fmt::format("\n![latency and throughput]({})\n", plot_file);

@@ -45,8 +45,10 @@ std::string clip(std::string s, std::size_t n) {
 std::string request_body(const EndpointOptions& ep, const PromptSpec& p) {
   nlohmann::json j;
   if (!ep.model.empty()) j["model"] = ep.model;
-  if (ep.endpoint == "chat") j["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", p.text}}});
-  else j["prompt"] = p.text;
+  if (ep.endpoint == "chat")
+    j["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", p.text}}});
+  else
+    j["prompt"] = p.text;
   j["max_tokens"] = p.max_tokens;
   j["temperature"] = 0;
   j["stream"] = ep.stream;

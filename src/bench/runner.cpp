@@ -43,8 +43,7 @@ struct Dispatch {
         std::this_thread::sleep_for(std::min<Clock::duration>(at - Clock::now(), std::chrono::milliseconds(20)));
       if (stop.load()) return;
       const int now = ++in_flight;
-      for (int p = peak.load(); now > p && !peak.compare_exchange_weak(p, now);) {
-      }
+      for (int p = peak.load(); now > p && !peak.compare_exchange_weak(p, now);) {}
       sent[i] = 1;
       samples[i] = run_request(ep, prompts[i], start, &stop);
       --in_flight;
@@ -65,12 +64,13 @@ struct Dispatch {
     std::shared_future<void> go_signal = go.get_future().share();
     std::vector<std::thread> pool;
     live_workers = workers;
-    for (int w = 0; w < workers; ++w) pool.emplace_back([this, &ready, go_signal] {
-      ready.count_down();
-      go_signal.wait();
-      worker();
-      --live_workers;
-    });
+    for (int w = 0; w < workers; ++w)
+      pool.emplace_back([this, &ready, go_signal] {
+        ready.count_down();
+        go_signal.wait();
+        worker();
+        --live_workers;
+      });
     ready.wait();
     start = Clock::now();
     last_end = start;

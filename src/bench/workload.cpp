@@ -14,13 +14,13 @@ namespace mo::bench {
 namespace {
 
 // Short, frequent words: one token each (with their leading space) in the common BPE vocabularies.
-constexpr const char* kWords[] = {
-    "the",  "of",   "and",   "to",   "in",    "is",   "that", "for",  "it",    "as",   "was",  "with", "be",   "by",
-    "on",   "not",  "he",    "this", "are",   "or",   "his",  "from", "at",    "which", "but", "have", "an",   "had",
-    "they", "you",  "were",  "their", "one",  "all",  "we",   "can",  "her",   "has",  "there", "been", "if",  "more",
-    "when", "will", "would", "who",  "so",    "no",   "she",  "other", "its",  "may",  "these", "what", "them", "than",
-    "some", "him",  "time",  "into", "only",  "do",   "new",  "about", "two",  "any",  "then", "first", "also", "made",
-    "most", "over", "after", "such", "where", "world", "out", "up",   "very",  "years", "each", "should", "work", "life"};
+constexpr const char* kWords[] = {"the",   "of",    "and",   "to",    "in",    "is",   "that", "for",   "it",    "as",     "was",  "with",
+                                  "be",    "by",    "on",    "not",   "he",    "this", "are",  "or",    "his",   "from",   "at",   "which",
+                                  "but",   "have",  "an",    "had",   "they",  "you",  "were", "their", "one",   "all",    "we",   "can",
+                                  "her",   "has",   "there", "been",  "if",    "more", "when", "will",  "would", "who",    "so",   "no",
+                                  "she",   "other", "its",   "may",   "these", "what", "them", "than",  "some",  "him",    "time", "into",
+                                  "only",  "do",    "new",   "about", "two",   "any",  "then", "first", "also",  "made",   "most", "over",
+                                  "after", "such",  "where", "world", "out",   "up",   "very", "years", "each",  "should", "work", "life"};
 constexpr std::size_t kNumWords = sizeof(kWords) / sizeof(kWords[0]);
 // A prompt opens with random words, so no two share a prefix (prefix caching cannot skip their prefill),
 // and goes on through the word list in order from a random place: every full cycle of the list then has

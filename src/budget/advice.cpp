@@ -30,8 +30,8 @@ std::vector<std::string> advise(const BudgetRequest& req, const BudgetResult& re
   if (res.fits) return out;
   // The pool holds at least one block: shorter sequences or fewer of them make it fit.
   if (res.max_model_len_fit >= 16) {
-    out.push_back(fmt::format("lower max_model_len to {} (fits {} sequence{} at once)", res.max_model_len_fit,
-                              req.max_num_seqs, req.max_num_seqs == 1 ? "" : "s"));
+    out.push_back(fmt::format("lower max_model_len to {} (fits {} sequence{} at once)", res.max_model_len_fit, req.max_num_seqs,
+                              req.max_num_seqs == 1 ? "" : "s"));
   }
   if (req.max_num_seqs > 1 && res.concurrent_seqs >= 1) {
     out.push_back(fmt::format("lower max_num_seqs to {} at max_model_len {}", res.concurrent_seqs, req.max_model_len));
@@ -44,8 +44,8 @@ std::vector<std::string> advise(const BudgetRequest& req, const BudgetResult& re
     alt.group_size = 128;
     BudgetResult r = compute_budget(alt);
     if (r.fits && r.weights_bytes < res.weights_bytes) {
-      out.push_back(fmt::format("use {}, which saves {} of weights ({} KV tokens then fit)", name,
-                                gib(res.weights_bytes - r.weights_bytes), format_count(r.kv_capacity_tokens)));
+      out.push_back(fmt::format("use {}, which saves {} of weights ({} KV tokens then fit)", name, gib(res.weights_bytes - r.weights_bytes),
+                                format_count(r.kv_capacity_tokens)));
       break;
     }
   }

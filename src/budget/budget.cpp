@@ -96,8 +96,8 @@ BudgetRequest make_request(const BudgetConfig& cfg) {
   const std::int64_t ctx = req.shape.hp.context_length > 0 ? req.shape.hp.context_length : 4096;
   req.max_model_len = cfg.max_model_len > 0 ? cfg.max_model_len : ctx;
   if (req.shape.hp.context_length > 0 && req.max_model_len > req.shape.hp.context_length) {
-    throw UsageError(fmt::format("max_model_len: {} exceeds the model's context length {} (max_position_embeddings)",
-                                 req.max_model_len, req.shape.hp.context_length));
+    throw UsageError(fmt::format("max_model_len: {} exceeds the model's context length {} (max_position_embeddings)", req.max_model_len,
+                                 req.shape.hp.context_length));
   }
   req.max_num_seqs = cfg.max_num_seqs;
   req.max_num_batched_tokens = cfg.max_num_batched_tokens;

@@ -14,7 +14,8 @@ void bind(config::Schema& s, BudgetConfig& c) {
   formats.insert(formats.begin(), "auto");
   s.add("model_path", &c.model_path,
         fmt::format("a preset ({}), an HF config.json or model directory, or a .gguf file", join(model::model_preset_names())))
-      .alias("model").placeholder("MODEL");
+      .alias("model")
+      .placeholder("MODEL");
   s.add("weight_format", &c.weight_format, "weight format to size; auto = as the model is stored (16-bit for presets)").one_of(formats);
   s.add("kv_cache_dtype", &c.kv_cache_dtype, "KV-cache element type; auto = fp16").one_of({"auto", "fp16", "bf16", "fp8", "int8"});
   s.add("gpu", &c.gpu, "GPU preset").one_of(gpu_preset_names());

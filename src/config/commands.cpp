@@ -16,15 +16,20 @@ void bind(Schema& s, QuantizeConfig& c) {
   s.add("fp8_scale", &c.fp8_scale, "FP8 weight scales per output channel or one per tensor").one_of({"channel", "tensor"});
   s.add("checkpoint_format", &c.checkpoint_format,
         "rtn/gptq output layout: auto = GPTQ when every linear has one precision, compressed-tensors pack-quantized when they differ "
-        "(Transformers' GPTQ loader ignores per-module overrides)").one_of({"auto", "gptq", "compressed-tensors"});
-  s.add("calibration_data", &c.calibration_data, "calibration samples: a JSON/JSONL file, a text file (one sample per paragraph) or a built-in set (general, code, chat)")
-      .alias("custom_calibration").placeholder("FILE");
+        "(Transformers' GPTQ loader ignores per-module overrides)")
+      .one_of({"auto", "gptq", "compressed-tensors"});
+  s.add("calibration_data", &c.calibration_data,
+        "calibration samples: a JSON/JSONL file, a text file (one sample per paragraph) or a built-in set (general, code, chat)")
+      .alias("custom_calibration")
+      .placeholder("FILE");
   s.add("num_samples", &c.num_samples, "calibration samples used").range(1, 100000);
   s.add("max_seq_len", &c.max_seq_len, "tokens per calibration sample").range(16, 1 << 20);
   s.add("calibration_field", &c.calibration_field, "record field holding the text: auto, text, messages, prompt+completion or another key");
   s.add("calibration_pack", &c.calibration_pack, "pack records into full-length samples (false: one record per sample, truncated)");
   s.add("seed", &c.seed, "seed for choosing calibration records and windows").range(0, 1LL << 62);
-  s.add("sensitivity_threshold", &c.sensitivity_threshold, "output cosine similarity under which a layer falls back to fallback_bits; 0 = off").range(0, 1);
+  s.add("sensitivity_threshold", &c.sensitivity_threshold,
+        "output cosine similarity under which a layer falls back to fallback_bits; 0 = off")
+      .range(0, 1);
   s.add("skip_layers", &c.skip_layers, "layers kept unquantized: names, globs or index ranges (lm_head, model.layers.31.*, 29-31)");
   s.add("fallback_bits", &c.fallback_bits, "bits for layers the sensitivity check flags").range(4, 16);
   s.add("damp_percent", &c.damp_percent, "GPTQ dampening, a fraction of the mean Hessian diagonal").range(0, 1);
@@ -52,7 +57,9 @@ void bind(Schema& s, ServeConfig& c) {
   s.add("port", &c.port, "TCP port").range(1, 65535);
   s.add("served_model_name", &c.served_model_name, "model name in the API; empty = the model's directory name");
   s.add("block_size", &c.block_size, "tokens per KV-cache block (8, 16 or 32)").range(8, 32);
-  s.add("gpu_memory_utilization", &c.gpu_memory_utilization, "fraction of GPU memory (CPU: of memory_limit) for weights, KV cache and activations").range(0.05, 1);
+  s.add("gpu_memory_utilization", &c.gpu_memory_utilization,
+        "fraction of GPU memory (CPU: of memory_limit) for weights, KV cache and activations")
+      .range(0.05, 1);
   s.add("memory_limit", &c.memory_limit, "GiB of host memory on CPU; 0 = physical memory").range(0, 1 << 20);
   s.add("max_num_seqs", &c.max_num_seqs, "sequences running at once").range(1, 65536);
   s.add("max_model_len", &c.max_model_len, "tokens per sequence (prompt + output); 0 = the model's context length").range(0, 1 << 24);
@@ -65,10 +72,13 @@ void bind(Schema& s, ServeConfig& c) {
   s.add("request_timeout", &c.request_timeout, "seconds before a request is aborted").range(1, 86400);
   s.add("max_queue_len", &c.max_queue_len, "waiting requests before new ones get 429").range(1, 1 << 20);
   s.add("max_connections", &c.max_connections, "client connections served at once, each on its own thread (more wait)").range(4, 1 << 16);
-  s.add("read_timeout", &c.read_timeout, "seconds a client has to send a request's headers, and again its body; then it is disconnected").range(1, 3600);
+  s.add("read_timeout", &c.read_timeout, "seconds a client has to send a request's headers, and again its body; then it is disconnected")
+      .range(1, 3600);
   s.add("device", &c.device, "compute device").one_of(kDevices);
   s.add("shutdown_timeout", &c.shutdown_timeout, "seconds in-flight requests get to finish after SIGINT/SIGTERM").range(0, 3600);
-  s.add("default_max_tokens", &c.default_max_tokens, "output tokens when a request sets no max_tokens; 0 = up to max_model_len (completions: 16)").range(0, 1 << 24);
+  s.add("default_max_tokens", &c.default_max_tokens,
+        "output tokens when a request sets no max_tokens; 0 = up to max_model_len (completions: 16)")
+      .range(0, 1 << 24);
   s.add("default_temperature", &c.default_temperature, "temperature when a request sets none").range(0, 2);
   s.add("default_top_p", &c.default_top_p, "top_p when a request sets none").range(1e-6, 1);
   s.add("default_top_k", &c.default_top_k, "top_k when a request sets none; 0 = all tokens").range(-1, 1 << 24);
@@ -102,7 +112,9 @@ void bind(Schema& s, BenchConfig& c) {
   s.add("ignore_eos", &c.ignore_eos, "send ignore_eos so the server generates exactly max_tokens (vLLM, SGLang, llama-server)");
   s.add("timeout", &c.timeout, "seconds before a request counts as failed").range(0.1, 86400);
   s.add("progress", &c.progress, "live progress line on stderr");
-  s.add("action", &c.action, "'compare': compare base_results with new_results instead of running a load").placeholder("compare").as_positional();
+  s.add("action", &c.action, "'compare': compare base_results with new_results instead of running a load")
+      .placeholder("compare")
+      .as_positional();
   s.add("base_results", &c.base_results, "compare: reference results JSON (from --out)").placeholder("BASE.json").as_positional();
   s.add("new_results", &c.new_results, "compare: results JSON checked against base_results").placeholder("NEW.json").as_positional();
   s.add("max_regression", &c.max_regression, "compare: limits such as tpot_p50=5%,throughput=-5%; crossing one exits 1");
@@ -146,7 +158,8 @@ void bind(Schema& s, EvalConfig& c) {
 
 void bind(Schema& s, GenerateConfig& c) {
   s.add("model_path", &c.model_path, "model to run: HF directory or .gguf file (a budget preset with --load-format dummy)")
-      .placeholder("MODEL").as_positional();
+      .placeholder("MODEL")
+      .as_positional();
   s.add("prompt", &c.prompt, "prompt text, kept as given (spaces and newlines included); empty = start from BOS").keep_spaces();
   s.add("chat", &c.chat, "send the prompt as a user message through the model's chat template");
   s.add("system", &c.system, "system message for --chat").keep_spaces();
@@ -163,7 +176,8 @@ void bind(Schema& s, GenerateConfig& c) {
   s.add("seed", &c.seed, "sampling seed (same seed, same output)").range(0, 9.2e18);
   s.add("block_size", &c.block_size, "tokens per KV-cache block (8, 16 or 32)").range(8, 32);
   s.add("kv_cache_dtype", &c.kv_cache_dtype, "KV-cache element type").one_of({"f16", "f32"});
-  s.add("load_format", &c.load_format, "auto = read the model; dummy = random weights with a budget preset's shapes").one_of({"auto", "dummy"});
+  s.add("load_format", &c.load_format, "auto = read the model; dummy = random weights with a budget preset's shapes")
+      .one_of({"auto", "dummy"});
   s.add("dummy_type", &c.dummy_type, "weight type for --load-format dummy")
       .one_of({"f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "awq"});
   s.add("device", &c.device, "compute device: cuda runs the model on the GPU, auto = cuda when one is visible").one_of(kDevices);
@@ -173,15 +187,19 @@ void bind(Schema& s, GenerateConfig& c) {
 void bind(Schema& s, ConvertConfig& c) {
   s.add("model_path", &c.model_path, "input model: HF directory or .gguf file").placeholder("IN").as_positional();
   s.add("output_path", &c.output_path, "output: a new directory (HF) or .gguf file").placeholder("OUT").as_positional();
-  s.add("output_format", &c.output_format, "what to write; auto = gguf when OUT ends in .gguf, else an HF directory").one_of({"auto", "hf", "gguf"});
-  s.add("dtype", &c.dtype, "element type of the written weights; auto = as stored (f16 for quantized GGUF input)").one_of({"auto", "f32", "f16", "bf16"});
+  s.add("output_format", &c.output_format, "what to write; auto = gguf when OUT ends in .gguf, else an HF directory")
+      .one_of({"auto", "hf", "gguf"});
+  s.add("dtype", &c.dtype, "element type of the written weights; auto = as stored (f16 for quantized GGUF input)")
+      .one_of({"auto", "f32", "f16", "bf16"});
   s.add("force", &c.force, "replace OUT if it is an earlier output of model-optimizer (never the input)");
   s.add("max_shard_size_mb", &c.max_shard_size_mb, "largest safetensors shard in MB").range(1, 1 << 20);
 }
 
 void bind(Schema& s, InspectConfig& c) {
   s.add("model_path", &c.model_path, "model directory or .gguf file").placeholder("MODEL").as_positional();
-  s.add("tokenize", &c.tokenize, "print the token ids of TEXT, kept as given (one line, space-separated)").placeholder("TEXT").keep_spaces();
+  s.add("tokenize", &c.tokenize, "print the token ids of TEXT, kept as given (one line, space-separated)")
+      .placeholder("TEXT")
+      .keep_spaces();
   s.add("detokenize", &c.detokenize, "print the text of the space-separated token IDS").placeholder("IDS");
   s.add("json", &c.json, "print as JSON");
 }

@@ -39,7 +39,8 @@ std::vector<std::string> split_kept(std::string_view text) {
 // A string as YAML reads it back: plain when that is unambiguous, else double-quoted (a prompt with a
 // leading space or a newline, a stop string "\n\n"); a JSON string is a valid YAML double-quoted scalar.
 std::string yaml_scalar(const std::string& v) {
-  const bool edge_space = !v.empty() && (std::isspace(static_cast<unsigned char>(v.front())) || std::isspace(static_cast<unsigned char>(v.back())));
+  const bool edge_space =
+      !v.empty() && (std::isspace(static_cast<unsigned char>(v.front())) || std::isspace(static_cast<unsigned char>(v.back())));
   const bool control = std::any_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
   if (!v.empty() && !edge_space && !control && v.find_first_of(":#{}[],&*!|>'\"%@`\\") == std::string::npos) return v;
   return nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -95,18 +96,11 @@ Field& Field::placeholder(std::string name) {
 std::string Field::expected() const {
   std::string base;
   switch (kind) {
-    case FieldKind::string:
-      return choices.empty() ? "a string" : "one of " + join(choices);
-    case FieldKind::boolean:
-      return "true or false";
-    case FieldKind::string_list:
-      return "a list of strings";
-    case FieldKind::integer:
-      base = "an integer";
-      break;
-    case FieldKind::number:
-      base = "a number";
-      break;
+    case FieldKind::string: return choices.empty() ? "a string" : "one of " + join(choices);
+    case FieldKind::boolean: return "true or false";
+    case FieldKind::string_list: return "a list of strings";
+    case FieldKind::integer: base = "an integer"; break;
+    case FieldKind::number: base = "a number"; break;
   }
   if (min && max) return fmt::format("{} in [{}, {}]", base, number_text(*min), number_text(*max));
   if (min) return fmt::format("{} >= {}", base, number_text(*min));
@@ -116,16 +110,11 @@ std::string Field::expected() const {
 
 std::string Field::current_text() const {
   switch (kind) {
-    case FieldKind::string:
-      return *static_cast<std::string*>(target);
-    case FieldKind::integer:
-      return std::to_string(*static_cast<std::int64_t*>(target));
-    case FieldKind::number:
-      return number_text(*static_cast<double*>(target));
-    case FieldKind::boolean:
-      return *static_cast<bool*>(target) ? "true" : "false";
-    case FieldKind::string_list:
-      return "[" + join(*static_cast<std::vector<std::string>*>(target)) + "]";
+    case FieldKind::string: return *static_cast<std::string*>(target);
+    case FieldKind::integer: return std::to_string(*static_cast<std::int64_t*>(target));
+    case FieldKind::number: return number_text(*static_cast<double*>(target));
+    case FieldKind::boolean: return *static_cast<bool*>(target) ? "true" : "false";
+    case FieldKind::string_list: return "[" + join(*static_cast<std::vector<std::string>*>(target)) + "]";
   }
   return {};
 }
@@ -140,11 +129,17 @@ Field& Schema::push(std::string key, std::string help, FieldKind kind, void* tar
   return f;
 }
 
-Field& Schema::add(std::string key, std::string* t, std::string help) { return push(std::move(key), std::move(help), FieldKind::string, t); }
-Field& Schema::add(std::string key, std::int64_t* t, std::string help) { return push(std::move(key), std::move(help), FieldKind::integer, t); }
+Field& Schema::add(std::string key, std::string* t, std::string help) {
+  return push(std::move(key), std::move(help), FieldKind::string, t);
+}
+Field& Schema::add(std::string key, std::int64_t* t, std::string help) {
+  return push(std::move(key), std::move(help), FieldKind::integer, t);
+}
 Field& Schema::add(std::string key, double* t, std::string help) { return push(std::move(key), std::move(help), FieldKind::number, t); }
 Field& Schema::add(std::string key, bool* t, std::string help) { return push(std::move(key), std::move(help), FieldKind::boolean, t); }
-Field& Schema::add(std::string key, std::vector<std::string>* t, std::string help) { return push(std::move(key), std::move(help), FieldKind::string_list, t); }
+Field& Schema::add(std::string key, std::vector<std::string>* t, std::string help) {
+  return push(std::move(key), std::move(help), FieldKind::string_list, t);
+}
 
 const Field* Schema::find(std::string_view key) const {
   std::string k = normalise(key);
@@ -196,9 +191,12 @@ void Schema::set_from_text(const Field& f, const std::string& raw, const std::st
     }
     case FieldKind::boolean: {
       std::string t = to_lower(text);
-      if (t == "true" || t == "yes" || t == "on" || t == "1") *static_cast<bool*>(f.target) = true;
-      else if (t == "false" || t == "no" || t == "off" || t == "0") *static_cast<bool*>(f.target) = false;
-      else bad_value(f, text, where);
+      if (t == "true" || t == "yes" || t == "on" || t == "1")
+        *static_cast<bool*>(f.target) = true;
+      else if (t == "false" || t == "no" || t == "off" || t == "0")
+        *static_cast<bool*>(f.target) = false;
+      else
+        bad_value(f, text, where);
       return;
     }
     case FieldKind::string_list: {

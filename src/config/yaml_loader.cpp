@@ -12,9 +12,7 @@
 namespace mo::config {
 namespace {
 
-std::string where(const std::string& source, const YAML::Node& node) {
-  return fmt::format("{}:{}", source, node.Mark().line + 1);
-}
+std::string where(const std::string& source, const YAML::Node& node) { return fmt::format("{}:{}", source, node.Mark().line + 1); }
 
 void load_value(const Field& f, const YAML::Node& value, const std::string& at) {
   if (f.kind == FieldKind::string_list) {
@@ -31,8 +29,7 @@ void load_value(const Field& f, const YAML::Node& value, const std::string& at) 
   }
   if (value.IsNull()) throw UsageError(fmt::format("{}: {}: expected {}, got no value", at, f.key, f.expected()));
   if (!value.IsScalar()) {
-    throw UsageError(fmt::format("{}: {}: expected {}, got a {}", at, f.key, f.expected(),
-                                 value.IsSequence() ? "list" : "mapping"));
+    throw UsageError(fmt::format("{}: {}: expected {}, got a {}", at, f.key, f.expected(), value.IsSequence() ? "list" : "mapping"));
   }
   Schema::set_from_text(f, value.Scalar(), at);
 }

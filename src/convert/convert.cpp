@@ -30,8 +30,10 @@ ConvertReport convert_model(const std::string& input, const std::string& output,
   report.output_format = format;
   io::StagedOutput staged(output, input);
   log::info("converting {} ({}, {} tensors) to {}", input, in.format(), in.tensors().size(), format == "hf" ? "an HF directory" : "GGUF");
-  if (format == "hf") write_hf(in, staged.temp_path(), opt, report);
-  else write_gguf(in, staged.temp_path(), opt, report);
+  if (format == "hf")
+    write_hf(in, staged.temp_path(), opt, report);
+  else
+    write_gguf(in, staged.temp_path(), opt, report);
   staged.commit();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log::info("wrote {} tensors ({:.1f} MB) to {} in {:.2f} s", report.tensors, report.bytes_written / 1e6, output, report.seconds);

@@ -56,7 +56,8 @@ void set_model_keys(gguf::Writer& w, const model::ModelFiles& in, std::vector<st
   set_arch_keys(w, hp, gguf_arch_name(hp));
   const fs::path dir(in.path());
   if (!in.tokenizer_path().empty()) {
-    auto kv = tok::gguf_tokenizer_kv_from_hf(io::read_json(in.tokenizer_path()), read_optional_json(dir / "tokenizer_config.json"), hp.vocab_size);
+    auto kv = tok::gguf_tokenizer_kv_from_hf(io::read_json(in.tokenizer_path()), read_optional_json(dir / "tokenizer_config.json"),
+                                             hp.vocab_size);
     for (auto& [k, v] : kv) w.set(k, std::move(v));
   } else {
     notes.push_back("the input has no tokenizer.json: no tokenizer metadata written");

@@ -22,8 +22,10 @@ nlohmann::json hf_config_json(const model::Hparams& hp, const std::string& torch
   if (hp.rope_scaling.type == "linear") {
     c["rope_scaling"] = {{"type", "linear"}, {"factor", hp.rope_scaling.factor}};
   } else if (hp.rope_scaling.type == "llama3" && hp.rope_scaling.original_max_position_embeddings > 0) {
-    c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", hp.rope_scaling.factor},
-                         {"low_freq_factor", hp.rope_scaling.low_freq_factor}, {"high_freq_factor", hp.rope_scaling.high_freq_factor},
+    c["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", hp.rope_scaling.factor},
+                         {"low_freq_factor", hp.rope_scaling.low_freq_factor},
+                         {"high_freq_factor", hp.rope_scaling.high_freq_factor},
                          {"original_max_position_embeddings", hp.rope_scaling.original_max_position_embeddings}};
   } else {
     c["rope_scaling"] = nullptr;
@@ -32,8 +34,10 @@ nlohmann::json hf_config_json(const model::Hparams& hp, const std::string& torch
   c["vocab_size"] = hp.vocab_size;
   if (!qwen) c["attention_bias"] = hp.qkv_bias;
   if (hp.bos_token_id >= 0) c["bos_token_id"] = hp.bos_token_id;
-  if (hp.eos_token_ids.size() == 1) c["eos_token_id"] = hp.eos_token_ids[0];
-  else if (!hp.eos_token_ids.empty()) c["eos_token_id"] = hp.eos_token_ids;
+  if (hp.eos_token_ids.size() == 1)
+    c["eos_token_id"] = hp.eos_token_ids[0];
+  else if (!hp.eos_token_ids.empty())
+    c["eos_token_id"] = hp.eos_token_ids;
   if (mixtral) {
     c["num_local_experts"] = hp.num_experts;
     c["num_experts_per_tok"] = hp.num_experts_used;
@@ -46,7 +50,8 @@ nlohmann::json hf_config_json(const model::Hparams& hp, const std::string& torch
 nlohmann::json hf_generation_config_json(const model::Hparams& hp) {
   nlohmann::json gen = {{"_from_model_config", true}};
   if (hp.bos_token_id >= 0) gen["bos_token_id"] = hp.bos_token_id;
-  if (!hp.eos_token_ids.empty()) gen["eos_token_id"] = hp.eos_token_ids.size() == 1 ? nlohmann::json(hp.eos_token_ids[0]) : nlohmann::json(hp.eos_token_ids);
+  if (!hp.eos_token_ids.empty())
+    gen["eos_token_id"] = hp.eos_token_ids.size() == 1 ? nlohmann::json(hp.eos_token_ids[0]) : nlohmann::json(hp.eos_token_ids);
   return gen;
 }
 

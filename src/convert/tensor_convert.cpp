@@ -27,8 +27,7 @@ std::uint32_t float_type_from_name(const std::string& name) {
 std::vector<std::uint8_t> to_float_type(const model::StoredTensor& t, std::uint32_t target) {
   if (!t.ggml_type) throw Error(fmt::format("{}: tensors of type {} cannot be converted", t.file_name, t.dtype));
   if (*t.ggml_type == target) return {t.bytes.begin(), t.bytes.end()};
-  if (!gguf::can_dequantize(*t.ggml_type))
-    throw Error(fmt::format("{}: type {} cannot be dequantized", t.file_name, t.dtype));
+  if (!gguf::can_dequantize(*t.ggml_type)) throw Error(fmt::format("{}: type {} cannot be dequantized", t.file_name, t.dtype));
   const std::uint64_t n = t.n_elements(), row = t.ne.empty() ? n : t.ne[0];
   const std::uint64_t row_bytes = ggml_row_bytes(*t.ggml_type, row);
   std::vector<std::uint8_t> out(n * float_type_size(target));

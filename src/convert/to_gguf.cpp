@@ -43,7 +43,9 @@ void write_gguf(const model::ModelFiles& in, const std::string& path, const Conv
     }
     // llama.cpp keeps one-dimensional tensors (norms, biases) in F32.
     const bool one_dim = t.ne.size() == 1;
-    const std::uint32_t target = one_dim ? ggml_id(GgmlType::F32) : opt.dtype != "auto" ? float_type_from_name(opt.dtype) : t.ggml_type.value_or(ggml_id(GgmlType::F16));
+    const std::uint32_t target = one_dim               ? ggml_id(GgmlType::F32)
+                                 : opt.dtype != "auto" ? float_type_from_name(opt.dtype)
+                                                       : t.ggml_type.value_or(ggml_id(GgmlType::F16));
     std::vector<std::uint8_t> bytes = to_float_type(t, target);
     if (t.hf_qk_order) {
       std::vector<std::uint8_t> permuted(bytes.size());

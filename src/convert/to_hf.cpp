@@ -20,7 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 st::Dtype st_dtype(std::uint32_t type) {
   return type == ggml_id(GgmlType::F32) ? st::Dtype::F32 : type == ggml_id(GgmlType::F16) ? st::Dtype::F16 : st::Dtype::BF16;
 }
@@ -31,7 +30,7 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
   const model::Hparams& hp = in.shape().hp;
   const bool permute = model::needs_qk_permute(hp.arch);
   std::map<std::uint32_t, std::uint64_t> bytes_by_type;
-  std::map<std::string, int> dequantized;  // "q4_1 to float16" -> tensors
+  std::map<std::string, int> dequantized;          // "q4_1 to float16" -> tensors
   std::vector<std::vector<std::uint8_t>> buffers;  // owns converted bytes until written
   std::vector<st::TensorData> out;
   buffers.reserve(in.tensors().size());
@@ -41,7 +40,8 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
       report.notes.push_back(fmt::format("{}: no HF counterpart, not written", t.name));
       continue;
     }
-    const bool is_float = t.ggml_type && (*t.ggml_type == ggml_id(GgmlType::F32) || *t.ggml_type == ggml_id(GgmlType::F16) || *t.ggml_type == ggml_id(GgmlType::BF16));
+    const bool is_float = t.ggml_type && (*t.ggml_type == ggml_id(GgmlType::F32) || *t.ggml_type == ggml_id(GgmlType::F16) ||
+                                          *t.ggml_type == ggml_id(GgmlType::BF16));
     const std::uint32_t target = opt.dtype != "auto" ? float_type_from_name(opt.dtype) : is_float ? *t.ggml_type : ggml_id(GgmlType::F16);
     if (!is_float) dequantized[fmt::format("{} to {}", t.dtype, torch_dtype_name(target))] += 1;
     std::vector<std::uint8_t> bytes = to_float_type(t, target);
@@ -77,7 +77,8 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
     if (bytes > bytes_by_type[main_type]) main_type = type;
   model::Hparams hp_out = hp;
   if (hp.rope_scaling.type == "llama3") {
-    report.notes.push_back("rope_freqs.weight holds llama3 RoPE factors whose parameters GGUF does not keep: config.json has no rope_scaling");
+    report.notes.push_back(
+        "rope_freqs.weight holds llama3 RoPE factors whose parameters GGUF does not keep: config.json has no rope_scaling");
   }
   io::write_json((fs::path(dir) / "config.json").string(), hf_config_json(hp_out, torch_dtype_name(main_type)));
   io::write_json((fs::path(dir) / "generation_config.json").string(), hf_generation_config_json(hp));
@@ -87,8 +88,10 @@ void write_hf(const model::ModelFiles& in, const std::string& dir, const Convert
   } else {
     report.notes.push_back("the input has no tokenizer: no tokenizer files written");
   }
-  io::write_json((fs::path(dir) / io::kMarkerFile).string(), {{"tool", "model-optimizer"}, {"version", build_info().version},
-                                           {"command", "convert"}, {"source", fs::absolute(in.path()).string()}});
+  io::write_json((fs::path(dir) / io::kMarkerFile).string(), {{"tool", "model-optimizer"},
+                                                              {"version", build_info().version},
+                                                              {"command", "convert"},
+                                                              {"source", fs::absolute(in.path()).string()}});
 }
 
 }  // namespace mo::convert

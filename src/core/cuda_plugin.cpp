@@ -53,7 +53,8 @@ Loaded load() {
     if (entry == nullptr) return {nullptr, fmt::format("{}: no mo_cuda_plugin_api symbol", path)};
     const CudaPluginApi* api = entry();
     if (api == nullptr || api->abi != kCudaPluginAbi)
-      return {nullptr, fmt::format("{}: plugin ABI {} where this binary needs {} (rebuild both)", path, api ? api->abi : -1, kCudaPluginAbi)};
+      return {nullptr,
+              fmt::format("{}: plugin ABI {} where this binary needs {} (rebuild both)", path, api ? api->abi : -1, kCudaPluginAbi)};
     return {api, ""};
   }
   return {nullptr, fmt::format("{} not found (looked at {}; MO_CUDA_PLUGIN names another path)", kLibrary, tried)};

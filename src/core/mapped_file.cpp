@@ -21,9 +21,7 @@ struct FdGuard {
   ~FdGuard() { ::close(fd); }
 };
 
-std::string cannot_open(const std::string& path, int err) {
-  return path + ": cannot open: " + std::strerror(err);
-}
+std::string cannot_open(const std::string& path, int err) { return path + ": cannot open: " + std::strerror(err); }
 
 }  // namespace
 
@@ -51,9 +49,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
 MappedFile::~MappedFile() { unmap(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
+    : path_(std::move(other.path_)), data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {

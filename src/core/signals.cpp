@@ -58,7 +58,8 @@ void install() {
     if (::pipe2(g_pipe, O_CLOEXEC) != 0 || ::fcntl(g_pipe[1], F_SETFL, O_NONBLOCK) != 0)
       throw Error(fmt::format("cannot install the SIGINT/SIGTERM handler: {}", std::strerror(errno)));
     std::thread(watch).detach();
-    struct sigaction sa {}, before {};
+    struct sigaction sa {
+    }, before{};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     for (int sig : {SIGINT, SIGTERM}) {

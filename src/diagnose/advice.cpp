@@ -62,25 +62,40 @@ std::string summarize(const std::vector<LayerDiag>& layers, const Advice& a, dou
   std::vector<int> block_only;
   for (const auto& l : layers)
     if (l.block_below && std::find(flagged.begin(), flagged.end(), l.layer) == flagged.end()) block_only.push_back(l.layer);
-  const std::string blocks = block_only.empty() ? "" :
-      fmt::format("; in layers {} the whole block's update is under {:.2f} though each linear is above: the damage is spread over their "
-                  "linears, which skip_layers cannot single out (AWQ/GPTQ, a smaller group_size or 8 bits help there)", layer_list(block_only), threshold);
+  const std::string blocks =
+      block_only.empty()
+          ? ""
+          : fmt::format(
+                "; in layers {} the whole block's update is under {:.2f} though each linear is above: the damage is spread over their "
+                "linears, which skip_layers cannot single out (AWQ/GPTQ, a smaller group_size or 8 bits help there)",
+                layer_list(block_only), threshold);
   if (flagged.empty()) {
-    const auto worst = std::min_element(layers.begin(), layers.end(), [](const LayerDiag& x, const LayerDiag& y) { return x.local.cosine < y.local.cosine; });
-    return worst == layers.end() ? "no layers" :
-        fmt::format("no linear under {:.2f}; the weakest layer is {} (local cosine {:.4f}){}", threshold, worst->layer, worst->local.cosine, blocks);
+    const auto worst = std::min_element(layers.begin(), layers.end(),
+                                        [](const LayerDiag& x, const LayerDiag& y) { return x.local.cosine < y.local.cosine; });
+    return worst == layers.end() ? "no layers"
+                                 : fmt::format("no linear under {:.2f}; the weakest layer is {} (local cosine {:.4f}){}", threshold,
+                                               worst->layer, worst->local.cosine, blocks);
   }
   std::vector<std::string> s;
   const int quarter = std::max(1, n / 4);
-  if (flagged.front() >= n - quarter) s.push_back(fmt::format("errors concentrated in the last layers ({}) — keep the last {} layers in 8 bits", layer_list(flagged), n - flagged.front()));
-  else if (flagged.back() < quarter) s.push_back(fmt::format("errors concentrated in the first layers ({})", layer_list(flagged)));
-  else if (static_cast<int>(flagged.size()) * 2 > n) s.push_back(fmt::format("errors spread over {} of {} layers: the bit width or method is too aggressive for this model (try AWQ/GPTQ, a smaller group_size, or 8 bits)", flagged.size(), n));
-  else s.push_back(fmt::format("flagged layers: {}", layer_list(flagged)));
+  if (flagged.front() >= n - quarter)
+    s.push_back(fmt::format("errors concentrated in the last layers ({}) — keep the last {} layers in 8 bits", layer_list(flagged),
+                            n - flagged.front()));
+  else if (flagged.back() < quarter)
+    s.push_back(fmt::format("errors concentrated in the first layers ({})", layer_list(flagged)));
+  else if (static_cast<int>(flagged.size()) * 2 > n)
+    s.push_back(
+        fmt::format("errors spread over {} of {} layers: the bit width or method is too aggressive for this model (try AWQ/GPTQ, a smaller "
+                    "group_size, or 8 bits)",
+                    flagged.size(), n));
+  else
+    s.push_back(fmt::format("flagged layers: {}", layer_list(flagged)));
   for (const auto& [name, count] : by_name)
     if (total >= 3 && count * 3 >= total * 2) s.push_back(fmt::format("mostly {} ({} of {} flagged linears)", name, count, total));
   for (const auto& l : layers)
     if (l.cumulative.cosine < threshold) {
-      s.push_back(fmt::format("the hidden state first falls under {:.2f} after layer {} (cumulative cosine {:.4f})", threshold, l.layer, l.cumulative.cosine));
+      s.push_back(fmt::format("the hidden state first falls under {:.2f} after layer {} (cumulative cosine {:.4f})", threshold, l.layer,
+                              l.cumulative.cosine));
       break;
     }
   (void)a;
@@ -157,8 +172,11 @@ Advice make_advice(const std::vector<LayerDiag>& layers, double threshold, bool 
     a.skip_layers.insert(a.skip_layers.end(), it.patterns.begin(), it.patterns.end());
     a.skip_cost_mb += it.skip_cost_mb;
     a.int8_cost_mb += it.int8_cost_mb;
-    const std::string range = it.min_cosine == it.max_cosine ? fmt::format("{:.4f}", it.min_cosine) : fmt::format("{:.4f}–{:.4f}", it.min_cosine, it.max_cosine);
-    const std::string fused = it.fused.empty() ? "" : fmt::format(", {} included: vLLM fuses {} with it", join(it.fused, " and "), it.fused.size() > 1 ? "them" : "it");
+    const std::string range =
+        it.min_cosine == it.max_cosine ? fmt::format("{:.4f}", it.min_cosine) : fmt::format("{:.4f}–{:.4f}", it.min_cosine, it.max_cosine);
+    const std::string fused = it.fused.empty() ? ""
+                                               : fmt::format(", {} included: vLLM fuses {} with it", join(it.fused, " and "),
+                                                             it.fused.size() > 1 ? "them" : "it");
     a.lines.push_back(fmt::format("layer{} {} {} below {:.2f} (local cosine {}): keep {} in 16 bits with `skip_layers: [{}]` (+{}{}){}",
                                   it.layers.size() > 1 ? "s" : "", layer_list(it.layers), it.linear, threshold, range,
                                   it.layers.size() > 1 ? "them" : "it", it.pattern, mb(it.skip_cost_mb), fused,
@@ -170,8 +188,10 @@ Advice make_advice(const std::vector<LayerDiag>& layers, double threshold, bool 
     for (const auto& p : a.skip_layers) quoted.push_back(p);
     a.lines.push_back(fmt::format("all together: `skip_layers: [{}]` (+{})", join(quoted, ", "), mb(a.skip_cost_mb)));
     if (!quantized_is_gguf)
-      a.lines.push_back(fmt::format("or 8 bits for the linears quantize's own check finds under the threshold: `sensitivity_threshold: {:.2f}` with "
-                                    "`fallback_bits: 8` (about +{} for these; it measures on its calibration samples, so borderline ones may differ)", threshold, mb(a.int8_cost_mb)));
+      a.lines.push_back(
+          fmt::format("or 8 bits for the linears quantize's own check finds under the threshold: `sensitivity_threshold: {:.2f}` with "
+                      "`fallback_bits: 8` (about +{} for these; it measures on its calibration samples, so borderline ones may differ)",
+                      threshold, mb(a.int8_cost_mb)));
   }
   a.pattern_summary = summarize(layers, a, threshold);
   return a;

@@ -95,8 +95,10 @@ void align_qk_output(float* y, std::int64_t n, std::int64_t rows, std::int64_t h
   for (std::int64_t t = 0; t < n; ++t) {
     auto* row = reinterpret_cast<std::uint8_t*>(y + t * rows);
     auto* dst = reinterpret_cast<std::uint8_t*>(tmp.data());
-    if (from == engine::RopeStyle::neox) model::permute_qk_hf_to_gguf(row, dst, rows, sizeof(float), n_head);
-    else model::permute_qk_gguf_to_hf(row, dst, rows, sizeof(float), n_head);
+    if (from == engine::RopeStyle::neox)
+      model::permute_qk_hf_to_gguf(row, dst, rows, sizeof(float), n_head);
+    else
+      model::permute_qk_gguf_to_hf(row, dst, rows, sizeof(float), n_head);
     std::memcpy(row, dst, static_cast<std::size_t>(rows) * sizeof(float));
   }
 }

@@ -41,8 +41,8 @@ void check_same_shape(const DiagModel& o, const DiagModel& q) {
   const auto& b = q.engine->hparams();
   const auto differ = [&](const char* what, std::int64_t x, std::int64_t y) {
     if (x != y)
-      throw UsageError(fmt::format("{}: {} is {}, but the original {} has {}; diagnose compares a model with its own quantization",
-                                   q.path, what, y, o.path, x));
+      throw UsageError(fmt::format("{}: {} is {}, but the original {} has {}; diagnose compares a model with its own quantization", q.path,
+                                   what, y, o.path, x));
   };
   differ("num_layers", a.num_layers, b.num_layers);
   differ("hidden_size", a.hidden_size, b.hidden_size);
@@ -65,7 +65,8 @@ quant::CalibrationSet text_samples(const DiagnoseOptions& opt, const tok::Tokeni
   quant::CalibrationSet set;
   for (std::size_t at = 0; at < ids.size() && static_cast<std::int64_t>(set.samples.size()) < opt.num_samples; at += body) {
     std::vector<std::int32_t> s = bos_probe;
-    s.insert(s.end(), ids.begin() + static_cast<std::ptrdiff_t>(at), ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), at + body)));
+    s.insert(s.end(), ids.begin() + static_cast<std::ptrdiff_t>(at),
+             ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), at + body)));
     if (s.size() < 2) break;
     set.tokens += static_cast<std::int64_t>(s.size());
     set.samples.push_back(std::move(s));
@@ -77,8 +78,7 @@ quant::CalibrationSet text_samples(const DiagnoseOptions& opt, const tok::Tokeni
 
 quant::CalibrationSet load_samples(const DiagnoseOptions& opt, const DiagModel& o, const DiagModel& q) {
   const DiagModel& src = o.tok ? o : q;
-  if (!src.tok)
-    throw UsageError(fmt::format("{}: neither model has a tokenizer, so --data cannot be tokenized", o.path));
+  if (!src.tok) throw UsageError(fmt::format("{}: neither model has a tokenizer, so --data cannot be tokenized", o.path));
   if (opt.data.size() > 4 && opt.data.compare(opt.data.size() - 4, 4, ".txt") == 0) return text_samples(opt, *src.tok);
   quant::CalibrationOptions co;
   co.source = opt.data;
@@ -94,9 +94,8 @@ quant::CalibrationSet load_samples(const DiagnoseOptions& opt, const DiagModel& 
 struct Captured {
   std::array<std::vector<float>, 7> x;
   engine::LinearObserver observer() {
-    return [this](int, LinearId id, const float* in, std::int64_t n, std::int64_t dim) {
-      x[static_cast<int>(id)].assign(in, in + n * dim);
-    };
+    return
+        [this](int, LinearId id, const float* in, std::int64_t n, std::int64_t dim) { x[static_cast<int>(id)].assign(in, in + n * dim); };
   }
 };
 
@@ -119,7 +118,8 @@ std::vector<double> awq_scales(const std::vector<float>& xo, const std::vector<f
 // y[:, c] *= factor(scale[c]) for y [n, dim].
 void scale_columns(float* y, std::int64_t n, std::int64_t dim, const std::vector<double>& scale, bool divide) {
   for (std::int64_t t = 0; t < n; ++t)
-    for (std::int64_t c = 0; c < dim; ++c) y[t * dim + c] = static_cast<float>(divide ? y[t * dim + c] / scale[c] : y[t * dim + c] * scale[c]);
+    for (std::int64_t c = 0; c < dim; ++c)
+      y[t * dim + c] = static_cast<float>(divide ? y[t * dim + c] / scale[c] : y[t * dim + c] * scale[c]);
 }
 
 struct LayerAccumulators {
@@ -199,7 +199,8 @@ class Runner {
   }
 
  private:
-  void compare_linear(int L, LinearId id, std::int64_t n, const Captured& co, const Captured& cq, const Captured& cl, LayerAccumulators& acc) {
+  void compare_linear(int L, LinearId id, std::int64_t n, const Captured& co, const Captured& cq, const Captured& cl,
+                      LayerAccumulators& acc) {
     const engine::Matrix& wo = matrix_of(o_.engine->weights().layers[L], id);
     const engine::Matrix& wq = matrix_of(q_.engine->weights().layers[L], id);
     const auto& xo = co.x[static_cast<int>(id)];
@@ -306,8 +307,9 @@ DiagnoseResult run_diagnose(const DiagnoseOptions& opt) {
   progress.finish();
   r.output = run.output();
   if (run.awq())
-    r.notes.push_back("AWQ: each linear's local inputs are the original inputs divided by AWQ's per-channel scales, and up_proj's outputs "
-                      "are multiplied back by down_proj's (read off the two models' inputs on the same hidden state), as the quantized weights expect.");
+    r.notes.push_back(
+        "AWQ: each linear's local inputs are the original inputs divided by AWQ's per-channel scales, and up_proj's outputs "
+        "are multiplied back by down_proj's (read off the two models' inputs on the same hidden state), as the quantized weights expect.");
   r.advice = make_advice(r.layers, opt.threshold, q.files->gguf() != nullptr);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   log::info("diagnose: {} layers, {} samples ({} tokens) in {}", layers, r.samples, r.tokens, format_duration(r.seconds));

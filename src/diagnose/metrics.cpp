@@ -20,8 +20,10 @@ void MetricAccumulator::add(const float* original, const float* quantized, std::
 
 Metrics MetricAccumulator::result() const {
   Metrics m;
-  if (norm_o_ > 0 && norm_q_ > 0) m.cosine = std::clamp(dot_ / std::sqrt(norm_o_ * norm_q_), -1.0, 1.0);
-  else if (norm_o_ > 0 || norm_q_ > 0) m.cosine = 0;  // one side all zero, the other not
+  if (norm_o_ > 0 && norm_q_ > 0)
+    m.cosine = std::clamp(dot_ / std::sqrt(norm_o_ * norm_q_), -1.0, 1.0);
+  else if (norm_o_ > 0 || norm_q_ > 0)
+    m.cosine = 0;  // one side all zero, the other not
   m.rel_l2 = norm_o_ > 0 ? std::sqrt(diff2_ / norm_o_) : (diff2_ > 0 ? INFINITY : 0.0);
   m.max_abs = max_abs_;
   return m;

@@ -31,8 +31,8 @@ std::vector<std::uint16_t> to_f16(const Matrix& m) {
       const std::uint16_t h = f32_to_f16(row[c]);
       // An f32/BF16 weight past f16's range would become inf on the GPU: refuse rather than compute garbage.
       if ((h & 0x7c00) == 0x7c00 && std::isfinite(row[c]))
-        throw Error(fmt::format("{}: weight {} at [{}, {}] is outside f16's range (±65504), which the GPU path stores float weights in", m.name,
-                                row[c], r, c));
+        throw Error(fmt::format("{}: weight {} at [{}, {}] is outside f16's range (±65504), which the GPU path stores float weights in",
+                                m.name, row[c], r, c));
       out[r * m.cols + c] = h;
     }
   }
@@ -87,7 +87,8 @@ DeviceLinear DeviceModel::upload_linear(const Matrix& m) {
   DeviceLinear L;
   L.rows = m.rows;
   L.cols = m.cols;
-  const bool blocks = (m.type == ggml_id(GgmlType::Q8_0) && m.cols % 32 == 0) || ((m.type == ggml_id(GgmlType::Q4_K) || m.type == ggml_id(GgmlType::Q6_K)) && m.cols % 256 == 0);
+  const bool blocks = (m.type == ggml_id(GgmlType::Q8_0) && m.cols % 32 == 0) ||
+                      ((m.type == ggml_id(GgmlType::Q4_K) || m.type == ggml_id(GgmlType::Q6_K)) && m.cols % 256 == 0);
   if (blocks) {
     L.kind = m.type == ggml_id(GgmlType::Q8_0) ? LinearKind::q8_0 : m.type == ggml_id(GgmlType::Q4_K) ? LinearKind::q4_k : LinearKind::q6_k;
     L.row_bytes = m.row_bytes;
@@ -216,15 +217,15 @@ std::string DeviceModel::summary() const {
       const DeviceLinear L = linear_of(li, id);
       std::string k = L.kind == LinearKind::host ? type_label(*L.host) : linear_kind_name(L.kind);
       if (L.kind == LinearKind::awq || L.kind == LinearKind::gptq)
-        k += fmt::format(" {}-bit g{}{}", L.bits, L.group_size == L.cols ? std::string("-1") : std::to_string(L.group_size), L.g_idx ? " act-order" : "");
+        k += fmt::format(" {}-bit g{}{}", L.bits, L.group_size == L.cols ? std::string("-1") : std::to_string(L.group_size),
+                         L.g_idx ? " act-order" : "");
       ++counts[k];
     }
   std::vector<std::string> parts;
   for (const auto& [k, n] : counts) parts.push_back(fmt::format("{} {}", n, k));
   const DeviceLinear h = head();
   return fmt::format("{} on {}: layer linears {}; head {}; {:.1f} MiB of weights", hp_.arch, b_.describe(), fmt::join(parts, ", "),
-                     h.kind == LinearKind::host ? type_label(*h.host) : linear_kind_name(h.kind),
-                     weight_bytes_ / double(1 << 20));
+                     h.kind == LinearKind::host ? type_label(*h.host) : linear_kind_name(h.kind), weight_bytes_ / double(1 << 20));
 }
 
 float* DeviceModel::scratch(int index, std::size_t floats) {
@@ -251,14 +252,16 @@ DeviceModel::Step DeviceModel::prepare(std::span<const SeqChunk> chunks, const K
     if (c.slots.size() != c.tokens.size()) throw Error("forward: a chunk needs one KV slot per token");
     const std::int64_t end = c.start_pos + static_cast<std::int64_t>(c.tokens.size());
     if (static_cast<std::int64_t>(c.block_table.size()) * L.block_size < end)
-      throw Error(fmt::format("forward: the block table covers {} positions, the chunk ends at {}", c.block_table.size() * L.block_size, end));
+      throw Error(
+          fmt::format("forward: the block table covers {} positions, the chunk ends at {}", c.block_table.size() * L.block_size, end));
     for (const int b : c.block_table)
       if (b < 0 || b >= kv.num_blocks()) throw Error(fmt::format("forward: block {} is out of range [0, {})", b, kv.num_blocks()));
     std::copy(c.block_table.begin(), c.block_table.end(), tables.begin() + static_cast<std::ptrdiff_t>(ci * max_blocks));
     for (std::size_t i = 0; i < c.tokens.size(); ++i) {
       if (c.tokens[i] < 0 || c.tokens[i] >= hp_.vocab_size)
         throw Error(fmt::format("token id {} is outside the vocabulary [0, {})", c.tokens[i], hp_.vocab_size));
-      if (c.slots[i] < 0 || c.slots[i] >= kv.num_slots()) throw Error(fmt::format("forward: slot {} is out of range [0, {})", c.slots[i], kv.num_slots()));
+      if (c.slots[i] < 0 || c.slots[i] >= kv.num_slots())
+        throw Error(fmt::format("forward: slot {} is out of range [0, {})", c.slots[i], kv.num_slots()));
       const int p = c.start_pos + static_cast<int>(i);
       if (c.all_logits || i + 1 == c.tokens.size()) s.rows.push_back(static_cast<std::int32_t>(tokens.size()));
       tokens.push_back(c.tokens[i]);

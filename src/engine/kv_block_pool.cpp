@@ -47,14 +47,23 @@ const KvBlockMeta& BlockPool::meta(int block) const {
 void BlockPool::push_back_free(int block) {
   prev_[block] = tail_;
   next_[block] = -1;
-  if (tail_ >= 0) next_[tail_] = block; else head_ = block;
+  if (tail_ >= 0)
+    next_[tail_] = block;
+  else
+    head_ = block;
   tail_ = block;
   ++num_free_;
 }
 
 void BlockPool::unlink_free(int block) {
-  if (prev_[block] >= 0) next_[prev_[block]] = next_[block]; else head_ = next_[block];
-  if (next_[block] >= 0) prev_[next_[block]] = prev_[block]; else tail_ = prev_[block];
+  if (prev_[block] >= 0)
+    next_[prev_[block]] = next_[block];
+  else
+    head_ = next_[block];
+  if (next_[block] >= 0)
+    prev_[next_[block]] = prev_[block];
+  else
+    tail_ = prev_[block];
   prev_[block] = next_[block] = -1;
   --num_free_;
 }

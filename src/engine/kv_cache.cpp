@@ -22,9 +22,7 @@ const KvCacheManager::Seq& KvCacheManager::seq(std::int64_t seq_id) const {
   return it->second;
 }
 
-KvCacheManager::Seq& KvCacheManager::seq(std::int64_t seq_id) {
-  return const_cast<Seq&>(std::as_const(*this).seq(seq_id));
-}
+KvCacheManager::Seq& KvCacheManager::seq(std::int64_t seq_id) { return const_cast<Seq&>(std::as_const(*this).seq(seq_id)); }
 
 void KvCacheManager::add_sequence(std::int64_t seq_id) {
   if (!seqs_.try_emplace(seq_id).second) throw Error(fmt::format("KV cache: sequence {} already exists", seq_id));
@@ -80,7 +78,8 @@ void KvCacheManager::fork(std::int64_t parent, std::int64_t child) {
   const Seq& p = seq(parent);
   if (seqs_.contains(child)) throw Error(fmt::format("KV cache: cannot fork {} into {}: sequence {} already exists", parent, child, child));
   Seq c = p;  // copied before emplace, which may rehash and move p
-  c.block_hashes.resize(std::min(c.block_hashes.size(), static_cast<std::size_t>(c.num_tokens / block_size_)));  // keys past the fork may not be the child's
+  c.block_hashes.resize(
+      std::min(c.block_hashes.size(), static_cast<std::size_t>(c.num_tokens / block_size_)));  // keys past the fork may not be the child's
   for (int b : c.blocks) pool_.retain(b);
   seqs_.emplace(child, std::move(c));
 }
@@ -96,7 +95,8 @@ std::uint64_t KvCacheManager::block_hash(Seq& s, std::span<const std::int32_t> t
 
 int KvCacheManager::take_cached_prefix(std::int64_t seq_id, std::span<const std::int32_t> tokens) {
   Seq& s = seq(seq_id);
-  if (s.num_tokens != 0) throw Error(fmt::format("KV cache: sequence {} already holds {} tokens; a cached prefix goes first", seq_id, s.num_tokens));
+  if (s.num_tokens != 0)
+    throw Error(fmt::format("KV cache: sequence {} already holds {} tokens; a cached prefix goes first", seq_id, s.num_tokens));
   const int len = static_cast<int>(tokens.size());
   prefix_stats_.queried_tokens += len;
   const int max_blocks = len > 0 ? (len - 1) / block_size_ : 0;

@@ -31,15 +31,15 @@ void KvLayout::validate() const {
   std::size_t bytes = 2 * kv_dtype_bytes(dtype);
   for (int f : {num_layers, num_kv_heads, head_dim, block_size}) {
     if (bytes > SIZE_MAX / static_cast<std::size_t>(f))
-      throw UsageError(fmt::format("KV layout: {} layers x {} KV heads x head_dim {} x block_size {} overflows the byte count",
-                                   num_layers, num_kv_heads, head_dim, block_size));
+      throw UsageError(fmt::format("KV layout: {} layers x {} KV heads x head_dim {} x block_size {} overflows the byte count", num_layers,
+                                   num_kv_heads, head_dim, block_size));
     bytes *= static_cast<std::size_t>(f);
   }
 }
 
 std::size_t KvLayout::bytes_per_token() const {
-  return 2 * static_cast<std::size_t>(num_layers) * static_cast<std::size_t>(num_kv_heads) *
-         static_cast<std::size_t>(head_dim) * kv_dtype_bytes(dtype);
+  return 2 * static_cast<std::size_t>(num_layers) * static_cast<std::size_t>(num_kv_heads) * static_cast<std::size_t>(head_dim) *
+         kv_dtype_bytes(dtype);
 }
 
 std::size_t KvLayout::bytes_per_block() const { return bytes_per_token() * static_cast<std::size_t>(block_size); }

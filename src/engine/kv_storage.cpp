@@ -34,16 +34,15 @@ KvStorage::KvStorage(const KvLayout& layout, int num_blocks, Backend* device) : 
   }
   data_.reset(static_cast<std::byte*>(std::calloc(bytes_, 1)));
   if (!data_)
-    throw Error(fmt::format("KV storage: cannot allocate {} bytes ({:.2f} GiB) for {} blocks of {} bytes; lower the KV budget",
-                            bytes_, static_cast<double>(bytes_) / (1ull << 30), num_blocks, per_block));
+    throw Error(fmt::format("KV storage: cannot allocate {} bytes ({:.2f} GiB) for {} blocks of {} bytes; lower the KV budget", bytes_,
+                            static_cast<double>(bytes_) / (1ull << 30), num_blocks, per_block));
   base_ = data_.get();
 }
 
 std::size_t KvStorage::offset(int layer, int kv, int block) const {
   const std::size_t block_bytes = static_cast<std::size_t>(layout_.block_size) * row_elems_ * kv_dtype_bytes(layout_.dtype);
   const std::size_t array_bytes = block_bytes * static_cast<std::size_t>(num_blocks_);
-  return (static_cast<std::size_t>(layer) * 2 + static_cast<std::size_t>(kv)) * array_bytes +
-         static_cast<std::size_t>(block) * block_bytes;
+  return (static_cast<std::size_t>(layer) * 2 + static_cast<std::size_t>(kv)) * array_bytes + static_cast<std::size_t>(block) * block_bytes;
 }
 
 void KvStorage::check_layer(int layer, const char* op) const {
@@ -52,8 +51,7 @@ void KvStorage::check_layer(int layer, const char* op) const {
 }
 
 void KvStorage::check_slot(int slot, const char* op) const {
-  if (slot < 0 || slot >= num_slots())
-    throw Error(fmt::format("KvStorage::{}: slot {} is out of range [0, {})", op, slot, num_slots()));
+  if (slot < 0 || slot >= num_slots()) throw Error(fmt::format("KvStorage::{}: slot {} is out of range [0, {})", op, slot, num_slots()));
 }
 
 void KvStorage::write(int layer, std::span<const int> slots, const float* k, const float* v) {
@@ -114,14 +112,15 @@ void KvStorage::read(int layer, std::span<const int> slots, float* k, float* v) 
 
 void KvStorage::copy_block(int src, int dst) {
   for (int b : {src, dst})
-    if (b < 0 || b >= num_blocks_)
-      throw Error(fmt::format("KvStorage::copy_block: block {} is out of range [0, {})", b, num_blocks_));
+    if (b < 0 || b >= num_blocks_) throw Error(fmt::format("KvStorage::copy_block: block {} is out of range [0, {})", b, num_blocks_));
   if (src == dst) return;
   const std::size_t block_bytes = layout_.bytes_per_block() / (2 * static_cast<std::size_t>(layout_.num_layers));
   for (int layer = 0; layer < layout_.num_layers; ++layer)
     for (int kv = 0; kv < 2; ++kv)
-      if (device_) device_->copy(base_ + offset(layer, kv, dst), base_ + offset(layer, kv, src), block_bytes);
-      else std::memcpy(base_ + offset(layer, kv, dst), base_ + offset(layer, kv, src), block_bytes);
+      if (device_)
+        device_->copy(base_ + offset(layer, kv, dst), base_ + offset(layer, kv, src), block_bytes);
+      else
+        std::memcpy(base_ + offset(layer, kv, dst), base_ + offset(layer, kv, src), block_bytes);
 }
 
 template <typename T>
@@ -137,10 +136,14 @@ const T* KvStorage::block_ptr(int layer, int kv, int block, const char* op) cons
 }
 
 template <typename T>
-const T* KvStorage::k_block(int layer, int block) const { return block_ptr<T>(layer, 0, block, "k_block"); }
+const T* KvStorage::k_block(int layer, int block) const {
+  return block_ptr<T>(layer, 0, block, "k_block");
+}
 
 template <typename T>
-const T* KvStorage::v_block(int layer, int block) const { return block_ptr<T>(layer, 1, block, "v_block"); }
+const T* KvStorage::v_block(int layer, int block) const {
+  return block_ptr<T>(layer, 1, block, "v_block");
+}
 
 template const float* KvStorage::k_block<float>(int, int) const;
 template const std::uint16_t* KvStorage::k_block<std::uint16_t>(int, int) const;

@@ -40,8 +40,7 @@ nlohmann::ordered_json ordered_quantization_config(const model::ModelFiles& f) {
       if (q.is_object() && !q.contains("quant_method")) q["quant_method"] = f.quantization_config().value("quant_method", "");
       return q;
     }
-  } catch (const nlohmann::json::exception&) {
-  }
+  } catch (const nlohmann::json::exception&) {}
   return nlohmann::ordered_json::parse(f.quantization_config().dump());
 }
 
@@ -60,8 +59,8 @@ std::vector<std::int64_t> shape_of(const model::StoredTensor& t) {
 
 void expect(const model::ModelFiles& f, const model::StoredTensor& t, const char* dtype, std::vector<std::int64_t> shape) {
   if (t.dtype != dtype || shape_of(t) != shape)
-    throw Error(fmt::format("{}: tensor '{}': expected {} [{}], found {} [{}]", f.path(), t.file_name, dtype, fmt::join(shape, ", "), t.dtype,
-                            fmt::join(shape_of(t), ", ")));
+    throw Error(fmt::format("{}: tensor '{}': expected {} [{}], found {} [{}]", f.path(), t.file_name, dtype, fmt::join(shape, ", "),
+                            t.dtype, fmt::join(shape_of(t), ", ")));
 }
 
 template <class T>
@@ -75,7 +74,8 @@ std::vector<T> copy_as(const model::StoredTensor& t) {
 std::vector<float> floats_of(const model::ModelFiles& f, const model::StoredTensor& t) {
   const std::uint64_t n = t.n_elements();
   std::vector<float> v(n);
-  if (t.dtype == "f32") std::memcpy(v.data(), t.bytes.data(), n * 4);
+  if (t.dtype == "f32")
+    std::memcpy(v.data(), t.bytes.data(), n * 4);
   else if (t.dtype == "f16" || t.dtype == "bf16") {
     const auto h = copy_as<std::uint16_t>(t);
     for (std::uint64_t i = 0; i < n; ++i) v[i] = t.dtype == "f16" ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
@@ -86,7 +86,7 @@ std::vector<float> floats_of(const model::ModelFiles& f, const model::StoredTens
 }
 
 formats::Fp8Linear fp8_linear(const model::ModelFiles& f, const model::StoredTensor& weight, const std::string& module, std::int64_t rows,
-                            std::int64_t cols) {
+                              std::int64_t cols) {
   expect(f, weight, "F8_E4M3", {rows, cols});
   const auto& st = need(f, module + ".weight_scale");  // F32 [out, 1] / [1]; llm-compressor also writes BF16
   formats::Fp8Linear l;
@@ -104,7 +104,7 @@ formats::Fp8Linear fp8_linear(const model::ModelFiles& f, const model::StoredTen
 // stored as is; BF16 / F32 scales, which other writers use, go through f32 to f16), weight_zero_point
 // [ceil(out/pf), groups] when asymmetric, weight_shape {out, in} when present.
 formats::QuantizedLinear ct_int_linear(const model::ModelFiles& f, const formats::ModuleQuant& mq, const model::StoredTensor& packed,
-                                     const std::string& module, std::int64_t rows, std::int64_t cols) {
+                                       const std::string& module, std::int64_t rows, std::int64_t cols) {
   const std::int64_t pf = 32 / mq.bits, G = mq.group_size == -1 ? cols : mq.group_size, groups = (cols + G - 1) / G;
   expect(f, packed, "I32", {rows, (cols + pf - 1) / pf});
   const auto& st = need(f, module + ".weight_scale");
@@ -114,12 +114,13 @@ formats::QuantizedLinear ct_int_linear(const model::ModelFiles& f, const formats
   if (const auto* ws = f.find(module + ".weight_shape")) {
     const bool i64 = ws->dtype == "I64";
     std::vector<std::int64_t> shape;
-    if (i64) shape = copy_as<std::int64_t>(*ws);
+    if (i64)
+      shape = copy_as<std::int64_t>(*ws);
     else if (ws->dtype == "I32")
       for (auto v : copy_as<std::int32_t>(*ws)) shape.push_back(v);
     if (shape != std::vector<std::int64_t>{rows, cols})
-      throw Error(fmt::format("{}: tensor '{}': expected {{{}, {}}} (I64 or I32), found {} [{}]", f.path(), ws->file_name, rows, cols, ws->dtype,
-                              fmt::join(shape, ", ")));
+      throw Error(fmt::format("{}: tensor '{}': expected {{{}, {}}} (I64 or I32), found {} [{}]", f.path(), ws->file_name, rows, cols,
+                              ws->dtype, fmt::join(shape, ", ")));
   }
   formats::CtPackedTensors t;
   t.weight_packed = copy_as<std::int32_t>(packed);
@@ -139,13 +140,14 @@ formats::QuantizedLinear ct_int_linear(const model::ModelFiles& f, const formats
 
 // Codes, zeros, scales and g_idx of an AWQ or GPTQ linear, checked against the shapes the formats give.
 formats::QuantizedLinear int_linear(const model::ModelFiles& f, const formats::HfQuantConfig& c, const formats::ModuleQuant& mq,
-                                  const model::StoredTensor& qweight, const std::string& module, std::int64_t rows, std::int64_t cols) {
+                                    const model::StoredTensor& qweight, const std::string& module, std::int64_t rows, std::int64_t cols) {
   const std::int64_t G = mq.group_size == formats::kGroupPerChannel ? cols : mq.group_size;
   const auto& zt = need(f, module + ".qzeros");
   const auto& st = need(f, module + ".scales");
   if (c.method == formats::QuantMethod::awq) {
     if (rows % 8 != 0 || cols % G != 0)
-      throw Error(fmt::format("{}: {}: AWQ needs out % 8 == 0 and in % group_size == 0, shape [{}, {}], group {}", f.path(), module, rows, cols, G));
+      throw Error(fmt::format("{}: {}: AWQ needs out % 8 == 0 and in % group_size == 0, shape [{}, {}], group {}", f.path(), module, rows,
+                              cols, G));
     expect(f, qweight, "I32", {cols, rows / 8});
     expect(f, zt, "I32", {cols / G, rows / 8});
     expect(f, st, "f16", {cols / G, rows});
@@ -154,7 +156,8 @@ formats::QuantizedLinear int_linear(const model::ModelFiles& f, const formats::H
   const int pf = 32 / mq.bits;
   const std::int64_t groups = (cols + G - 1) / G;
   if (rows % pf != 0 || cols % pf != 0)
-    throw Error(fmt::format("{}: {}: GPTQ {}-bit needs in and out divisible by {}, shape [{}, {}]", f.path(), module, mq.bits, pf, rows, cols));
+    throw Error(
+        fmt::format("{}: {}: GPTQ {}-bit needs in and out divisible by {}, shape [{}, {}]", f.path(), module, mq.bits, pf, rows, cols));
   expect(f, qweight, "I32", {cols / pf, rows});
   expect(f, zt, "I32", {groups, rows / pf});
   expect(f, st, "f16", {groups, rows});
@@ -240,8 +243,7 @@ std::vector<std::uint8_t> to_q4z(const formats::QuantizedLinear& q, const std::v
       const std::size_t g = static_cast<std::size_t>(r) * ng + q.g_idx[col(b * 32)];
       blk.d = q.scales[g];
       blk.z = q.zeros[g];
-      for (int j = 0; j < 16; ++j)
-        blk.qs[j] = static_cast<std::uint8_t>((qr[col(b * 32 + j)] & 15) | (qr[col(b * 32 + j + 16)] & 15) << 4);
+      for (int j = 0; j < 16; ++j) blk.qs[j] = static_cast<std::uint8_t>((qr[col(b * 32 + j)] & 15) | (qr[col(b * 32 + j + 16)] & 15) << 4);
     }
   }
   return out;
@@ -280,9 +282,9 @@ Matrix owned_matrix(std::string name, std::uint32_t type, std::int64_t rows, std
 
 // The stored tensors (already shape-checked by int_linear) for the device kernels; g_idx is dropped
 // when it is the plain k / G order, so the kernels take the faster contiguous-group path.
-std::shared_ptr<const PackedIntLinear> packed_of(const model::ModelFiles& f, const formats::HfQuantConfig& c, const formats::ModuleQuant& mq,
-                                                 const model::StoredTensor& qweight, const std::string& module, std::int64_t cols,
-                                                 const formats::QuantizedLinear& q) {
+std::shared_ptr<const PackedIntLinear> packed_of(const model::ModelFiles& f, const formats::HfQuantConfig& c,
+                                                 const formats::ModuleQuant& mq, const model::StoredTensor& qweight,
+                                                 const std::string& module, std::int64_t cols, const formats::QuantizedLinear& q) {
   auto p = std::make_shared<PackedIntLinear>();
   p->awq = c.method == formats::QuantMethod::awq;
   p->bits = mq.bits;
@@ -319,11 +321,13 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
   const bool stored_quantized = fp8 ? weight && weight->dtype == "F8_E4M3" : qweight != nullptr;
   // The LM head is quantized only when the checkpoint says so with its tensors (GPTQModel lm_head,
   // compressed-tensors without lm_head in `ignore`); AutoAWQ and most writers keep it float.
-  const formats::ModuleQuant mq = base == "output" ? formats::ModuleQuant{stored_quantized, config_.bits, config_.group_size, config_.sym, config_.desc_act}
-                                                 : config_.module(module);
+  const formats::ModuleQuant mq =
+      base == "output" ? formats::ModuleQuant{stored_quantized, config_.bits, config_.group_size, config_.sym, config_.desc_act}
+                       : config_.module(module);
   if (!mq.quantized) {
     if (stored_quantized)
-      throw Error(fmt::format("{}: {} is stored quantized but quantization_config ({}) leaves it unquantized", f.path(), module, config_.describe()));
+      throw Error(fmt::format("{}: {} is stored quantized but quantization_config ({}) leaves it unquantized", f.path(), module,
+                              config_.describe()));
     ++counts_["float (left unquantized by the checkpoint)"];
     return std::nullopt;
   }
@@ -333,9 +337,11 @@ std::optional<Matrix> QuantizedLinears::load(const std::string& base, std::int64
 
   if (fp8) {
     ++counts_["f32 (fp8 weights dequantized: fp8 value * scale)"];
-    return owned_matrix(base + ".weight", ggml_id(GgmlType::F32), rows, cols, to_f32_bytes(fp8_linear(f, *weight, module, rows, cols).dequantize()), owned);
+    return owned_matrix(base + ".weight", ggml_id(GgmlType::F32), rows, cols,
+                        to_f32_bytes(fp8_linear(f, *weight, module, rows, cols).dequantize()), owned);
   }
-  const formats::QuantizedLinear q = ct_int ? ct_int_linear(f, mq, *qweight, module, rows, cols) : int_linear(f, config_, mq, *qweight, module, rows, cols);
+  const formats::QuantizedLinear q =
+      ct_int ? ct_int_linear(f, mq, *qweight, module, rows, cols) : int_linear(f, config_, mq, *qweight, module, rows, cols);
   if (!mq.desc_act && !q.contiguous_groups()) ++g_idx_without_desc_act_;
   std::vector<std::int32_t> order;
   const std::string q4z_why = q4z_obstacle(q, order);

@@ -30,8 +30,7 @@ class QuantizedLinears {
   // The linear whose GGUF-style base name is `base` ("blk.3.attn_q", "output"), [rows, cols], decoded
   // into a new buffer of `owned`; nullopt when the checkpoint keeps it as a plain float `weight`.
   // Throws Error naming the tensor when a quantized tensor is missing or mis-shaped.
-  std::optional<Matrix> load(const std::string& base, std::int64_t rows, std::int64_t cols,
-                             std::vector<std::vector<std::uint8_t>>& owned);
+  std::optional<Matrix> load(const std::string& base, std::int64_t rows, std::int64_t cols, std::vector<std::vector<std::uint8_t>>& owned);
 
   // One info line: the scheme and how many linears became Q4Z / Q8_0 / F32 / stayed float, with the reasons.
   void log_summary() const;

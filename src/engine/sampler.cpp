@@ -22,9 +22,7 @@ struct Candidate {
 };
 
 // Descending logit, ties -> lower id: the order top-p ranks tokens in.
-bool ranks_before(const Candidate& a, const Candidate& b) {
-  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-}
+bool ranks_before(const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
 
 // Buffers shared by the Samplers of one thread, so a sequence keeps nothing vocab-sized between steps.
 struct Scratch {

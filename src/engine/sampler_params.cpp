@@ -21,8 +21,7 @@ void check_range(std::string_view name, double v, double lo, bool lo_open, doubl
 void SamplingParams::validate() const {
   check_range("temperature", temperature, 0.0, false, 2.0, "[0, 2]");
   check_range("top_p", top_p, 0.0, true, 1.0, "(0, 1]");
-  if (top_k < -1)
-    throw UsageError(fmt::format("top_k: expected -1 or 0 (all tokens) or an integer >= 1, got {}", top_k));
+  if (top_k < -1) throw UsageError(fmt::format("top_k: expected -1 or 0 (all tokens) or an integer >= 1, got {}", top_k));
   check_range("min_p", min_p, 0.0, false, 1.0, "[0, 1]");
   // Bounded so that logits divided or multiplied by it stay finite (1e-45 made every logit inf).
   check_range("repetition_penalty", repetition_penalty, 0.001, false, 1000.0, "[0.001, 1000]");
@@ -34,8 +33,7 @@ void SamplingParams::validate() const {
   for (std::int32_t id : stop_token_ids)
     if (id < 0) throw UsageError(fmt::format("stop_token_ids: expected token ids >= 0, got {}", id));
   for (std::size_t i = 0; i < stop.size(); ++i)
-    if (stop[i].empty())
-      throw UsageError(fmt::format("stop: expected non-empty strings, got an empty string at index {}", i));
+    if (stop[i].empty()) throw UsageError(fmt::format("stop: expected non-empty strings, got an empty string at index {}", i));
 }
 
 }  // namespace mo::engine

@@ -6,8 +6,7 @@
 namespace mo::engine {
 
 bool is_stop_token(std::int32_t id, const SamplingParams& params, std::span<const std::int32_t> eos_ids) {
-  if (std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), id) != params.stop_token_ids.end())
-    return true;
+  if (std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), id) != params.stop_token_ids.end()) return true;
   return !params.ignore_eos && std::find(eos_ids.begin(), eos_ids.end(), id) != eos_ids.end();
 }
 

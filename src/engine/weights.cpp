@@ -65,10 +65,13 @@ const DummyBlock* dummy_block(std::uint32_t type) {
       {6, sizeof(formats::BlockQ5_0), offsetof(formats::BlockQ5_0, d), 0.0025f, -1, 0},
       {7, sizeof(formats::BlockQ5_1), offsetof(formats::BlockQ5_1, d), 0.0025f, static_cast<int>(offsetof(formats::BlockQ5_1, m)), -0.04f},
       {8, sizeof(formats::BlockQ8_0), offsetof(formats::BlockQ8_0, d), 0.0003f, -1, 0},
-      {10, sizeof(formats::BlockQ2_K), offsetof(formats::BlockQ2_K, d), 0.002f, static_cast<int>(offsetof(formats::BlockQ2_K, dmin)), 0.001f},
+      {10, sizeof(formats::BlockQ2_K), offsetof(formats::BlockQ2_K, d), 0.002f, static_cast<int>(offsetof(formats::BlockQ2_K, dmin)),
+       0.001f},
       {11, sizeof(formats::BlockQ3_K), offsetof(formats::BlockQ3_K, d), 0.0002f, -1, 0},
-      {12, sizeof(formats::BlockQ4_K), offsetof(formats::BlockQ4_K, d), 0.00004f, static_cast<int>(offsetof(formats::BlockQ4_K, dmin)), 0.0003f},
-      {13, sizeof(formats::BlockQ5_K), offsetof(formats::BlockQ5_K, d), 0.00002f, static_cast<int>(offsetof(formats::BlockQ5_K, dmin)), 0.0003f},
+      {12, sizeof(formats::BlockQ4_K), offsetof(formats::BlockQ4_K, d), 0.00004f, static_cast<int>(offsetof(formats::BlockQ4_K, dmin)),
+       0.0003f},
+      {13, sizeof(formats::BlockQ5_K), offsetof(formats::BlockQ5_K, d), 0.00002f, static_cast<int>(offsetof(formats::BlockQ5_K, dmin)),
+       0.0003f},
       {14, sizeof(formats::BlockQ6_K), offsetof(formats::BlockQ6_K, d), 0.00001f, -1, 0},
   };
   for (const auto& b : blocks)
@@ -82,8 +85,10 @@ std::uint64_t ModelWeights::matrix_bytes() const {
   std::uint64_t n = token_embd.bytes.size() + (output.bytes.data() != token_embd.bytes.data() ? output.bytes.size() : 0);
   for (const auto& l : layers)
     for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      if (m->type != kPackedOnlyType) n += m->bytes.size();
-      else n += m->packed->qweight.size() + m->packed->qzeros.size() + m->packed->scales.size() + m->packed->g_idx.size();
+      if (m->type != kPackedOnlyType)
+        n += m->bytes.size();
+      else
+        n += m->packed->qweight.size() + m->packed->qzeros.size() + m->packed->scales.size() + m->packed->g_idx.size();
     }
   return n;
 }
@@ -103,8 +108,10 @@ ModelWeights bind_weights(const model::ModelFiles& f) {
     return matrix_of(need(f, base + ".weight"), rows, cols);
   };
   w.token_embd = matrix_of(need(f, "token_embd.weight"), hp.vocab_size, h);
-  if (auto m = quantized ? quantized->load("output", hp.vocab_size, h, w.owned) : std::nullopt) w.output = *m;
-  else w.output = f.find("output.weight") ? matrix_of(*f.find("output.weight"), hp.vocab_size, h) : w.token_embd;
+  if (auto m = quantized ? quantized->load("output", hp.vocab_size, h, w.owned) : std::nullopt)
+    w.output = *m;
+  else
+    w.output = f.find("output.weight") ? matrix_of(*f.find("output.weight"), hp.vocab_size, h) : w.token_embd;
   w.output_norm = vector_of(need(f, "output_norm.weight"), h);
   for (int i = 0; i < hp.num_layers; ++i) {
     auto n = [i](const char* part) { return fmt::format("blk.{}.{}", i, part); };
@@ -126,8 +133,10 @@ ModelWeights bind_weights(const model::ModelFiles& f) {
   if (quantized) quantized->log_summary();
   // HF checkpoints keep Q/K rows in rotate-half order (quantized ones too); GGUF Llama files were permuted to pairs.
   w.rope_style = (f.format() == "safetensors" || hp.arch == "qwen2") ? RopeStyle::neox : RopeStyle::normal;
-  if (const auto* rf = f.find("rope_freqs.weight")) w.rope_freq_factors = vector_of(*rf, hp.head_dim / 2);
-  else if (hp.rope_scaling.type == "llama3") w.rope_freq_factors = model::llama3_rope_factors(hp);
+  if (const auto* rf = f.find("rope_freqs.weight"))
+    w.rope_freq_factors = vector_of(*rf, hp.head_dim / 2);
+  else if (hp.rope_scaling.type == "llama3")
+    w.rope_freq_factors = model::llama3_rope_factors(hp);
   return w;
 }
 
@@ -154,7 +163,8 @@ void parallel_ranges(std::int64_t n, Fn&& fn) {
 
 // About N(0, sd) from four random bytes (Irwin-Hall: sum of 4 uniforms has sd 147.8 in byte units).
 float normal_of(std::uint32_t r, float sd) {
-  const int sum = static_cast<int>(r & 255) + static_cast<int>((r >> 8) & 255) + static_cast<int>((r >> 16) & 255) + static_cast<int>(r >> 24);
+  const int sum =
+      static_cast<int>(r & 255) + static_cast<int>((r >> 8) & 255) + static_cast<int>((r >> 16) & 255) + static_cast<int>(r >> 24);
   return static_cast<float>(sum - 510) * (sd / 147.8f);
 }
 
@@ -201,8 +211,10 @@ void dummy_layers(ModelWeights& w, Make&& make) {
 ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::uint64_t seed) {
   const DummyBlock* block = dummy_block(type);
   if (type != 0 && type != 1 && type != 30 && !block)
-    throw UsageError(fmt::format("load-format dummy: weight type {} is not one of f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, "
-                                 "q2_K, q3_K, q4_K, q5_K, q6_K", type));
+    throw UsageError(
+        fmt::format("load-format dummy: weight type {} is not one of f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, "
+                    "q2_K, q3_K, q4_K, q5_K, q6_K",
+                    type));
   ModelWeights w;
   w.hp = hp;
   std::uint64_t stream = mix(seed);
@@ -229,7 +241,8 @@ ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::ui
       parallel_ranges(rows * cols, [&](std::int64_t b, std::int64_t e) {
         for (std::int64_t i = b; i < e; ++i) {
           const float v = normal_of(static_cast<std::uint32_t>(mix(st + static_cast<std::uint64_t>(i))), 0.02f);
-          if (type == 0) std::memcpy(&buf[4 * i], &v, 4);
+          if (type == 0)
+            std::memcpy(&buf[4 * i], &v, 4);
           else {
             std::uint16_t bits = type == 1 ? f32_to_f16(v) : f32_to_bf16(v);
             std::memcpy(&buf[2 * i], &bits, 2);
@@ -248,11 +261,13 @@ ModelWeights dummy_weights(const model::Hparams& hp, std::uint32_t type, std::ui
 }
 
 ModelWeights dummy_awq_weights(const model::Hparams& hp, std::int64_t group_size, std::uint64_t seed) {
-  ModelWeights w = dummy_weights([&] {
-    model::Hparams none = hp;  // embeddings and head only: f16, as AutoAWQ keeps them
-    none.num_layers = 0;
-    return none;
-  }(), 1, seed);
+  ModelWeights w = dummy_weights(
+      [&] {
+        model::Hparams none = hp;  // embeddings and head only: f16, as AutoAWQ keeps them
+        none.num_layers = 0;
+        return none;
+      }(),
+      1, seed);
   w.hp = hp;
   std::uint64_t stream = mix(seed ^ 0xa3a3ull);
   auto make = [&](std::string name, std::int64_t rows, std::int64_t cols) {
@@ -272,7 +287,7 @@ ModelWeights dummy_awq_weights(const model::Hparams& hp, std::int64_t group_size
     auto& sc = w.owned[w.owned.size() - 1];
     random_bytes(qw.data(), qw.size(), stream = mix(stream));
     std::fill(qz.begin(), qz.end(), std::uint8_t{0x88});  // every zero = 8, the middle of 0..15
-    const std::uint16_t s = f32_to_f16(0.02f / 4.6f);      // codes uniform in 0..15 -> sd about 0.02
+    const std::uint16_t s = f32_to_f16(0.02f / 4.6f);     // codes uniform in 0..15 -> sd about 0.02
     for (std::size_t i = 0; i < sc.size(); i += 2) std::memcpy(&sc[i], &s, 2);
     p->qweight = {qw.data(), qw.size()};
     p->qzeros = {qz.data(), qz.size()};

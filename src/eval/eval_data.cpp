@@ -38,7 +38,8 @@ std::string eval_data_dir() {
   if (const char* env = std::getenv("MO_EVAL_DATA"); env && *env) return env;
 #ifdef MO_DEFAULT_CALIBRATION_DIR
   // The build knows the checkout only through the calibration folder, <checkout>/.cache/calibration.
-  return relative_to_cwd((fs::path(MO_DEFAULT_CALIBRATION_DIR).parent_path().parent_path().parent_path() / "shared" / "data").lexically_normal());
+  return relative_to_cwd(
+      (fs::path(MO_DEFAULT_CALIBRATION_DIR).parent_path().parent_path().parent_path() / "shared" / "data").lexically_normal());
 #else
   return "../shared/data";
 #endif
@@ -51,13 +52,15 @@ std::vector<std::string> builtin_text_names() {
 }
 
 std::string resolve_text_path(const std::string& spec, const std::string& key) {
-  if (spec.empty()) throw UsageError(fmt::format("{}: empty; expected a text file or a built-in set ({})", key, join(builtin_text_names())));
+  if (spec.empty())
+    throw UsageError(fmt::format("{}: empty; expected a text file or a built-in set ({})", key, join(builtin_text_names())));
   if (fs::is_regular_file(spec)) return spec;
   for (const auto& t : kTexts) {
     if (spec != t.name) continue;
     const std::string path = (fs::path(eval_data_dir()) / t.file).string();
     if (!fs::is_regular_file(path))
-      throw UsageError(fmt::format("{}: built-in text '{}' not found at {} (set MO_EVAL_DATA to the folder holding text/ and tasks/)", key, spec, path));
+      throw UsageError(
+          fmt::format("{}: built-in text '{}' not found at {} (set MO_EVAL_DATA to the folder holding text/ and tasks/)", key, spec, path));
     return path;
   }
   throw UsageError(fmt::format("{}: '{}' is neither a file nor a built-in text ({})", key, spec, join(builtin_text_names())));
@@ -81,8 +84,10 @@ std::string read_eval_text(const std::string& path) {
   std::string out;
   out.reserve(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] != '\r') out.push_back(raw[i]);
-    else if (i + 1 >= raw.size() || raw[i + 1] != '\n') out.push_back('\n');
+    if (raw[i] != '\r')
+      out.push_back(raw[i]);
+    else if (i + 1 >= raw.size() || raw[i + 1] != '\n')
+      out.push_back('\n');
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;

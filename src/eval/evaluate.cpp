@@ -37,16 +37,15 @@ LoadedModel load(const std::string& path, Device device) {
 struct Ticker {
   Progress p;
   std::int64_t step;
-  Ticker(std::string what, std::int64_t total, std::string unit) : p(std::move(what), total, std::move(unit)), step(std::max<std::int64_t>(1, total / 40)) {}
+  Ticker(std::string what, std::int64_t total, std::string unit)
+      : p(std::move(what), total, std::move(unit)), step(std::max<std::int64_t>(1, total / 40)) {}
   void operator()(std::int64_t done, std::int64_t total) {
     if (done % step == 0 || done == total) p.update(done);
     if (done == total) p.finish();
   }
 };
 
-std::string label(const std::string& name, bool with_base, bool is_base) {
-  return with_base ? (is_base ? "base" : "model") : name;
-}
+std::string label(const std::string& name, bool with_base, bool is_base) { return with_base ? (is_base ? "base" : "model") : name; }
 
 }  // namespace
 
@@ -114,7 +113,8 @@ EvalResult evaluate(const std::string& model_path, const std::string& base_path,
 
   if (!text.empty()) {
     std::optional<Ticker> tick;  // made at the first window, when the window count is known
-    const std::string what = fmt::format("eval: perplexity{} ({}, ctx {})", with_base ? " + KL" : "", ppl_method_name(s.ppl.method), s.ppl.n_ctx);
+    const std::string what =
+        fmt::format("eval: perplexity{} ({}, ctx {})", with_base ? " + KL" : "", ppl_method_name(s.ppl.method), s.ppl.n_ctx);
     const TextMetrics tm = evaluate_text(engines, tok, text, s.ppl, [&](int done, int total) {
       if (!tick) tick.emplace(what, total, "windows");
       (*tick)(done, total);
@@ -126,7 +126,8 @@ EvalResult evaluate(const std::string& model_path, const std::string& base_path,
   }
   for (const auto& task : tasks) {
     for (std::size_t i = 0; i < evals.size(); ++i) {
-      const std::int64_t n = s.limit > 0 ? std::min<std::int64_t>(s.limit, static_cast<std::int64_t>(task.items.size())) : static_cast<std::int64_t>(task.items.size());
+      const std::int64_t n = s.limit > 0 ? std::min<std::int64_t>(s.limit, static_cast<std::int64_t>(task.items.size()))
+                                         : static_cast<std::int64_t>(task.items.size());
       Ticker tick(fmt::format("eval: {} ({})", task.name, label(evals[i]->info.name, with_base, i == 0 && with_base)), n, "items");
       evals[i]->tasks.push_back(run_task(*engines[i], tok, task, s.limit, [&](std::int64_t d, std::int64_t t) { tick(d, t); }));
     }

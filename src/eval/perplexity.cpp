@@ -27,14 +27,15 @@ std::vector<PplWindow> plan_ppl_windows(PplMethod method, std::int64_t n_tokens,
   std::vector<PplWindow> out;
   if (method == PplMethod::llama_cpp) {
     if (n_tokens < 2 * static_cast<std::int64_t>(n_ctx))
-      throw UsageError(fmt::format("perplexity: the text tokenizes to only {} tokens; a context of {} needs at least {}", n_tokens,
-                                   n_ctx, 2 * n_ctx));
+      throw UsageError(
+          fmt::format("perplexity: the text tokenizes to only {} tokens; a context of {} needs at least {}", n_tokens, n_ctx, 2 * n_ctx));
     const int n_max = static_cast<int>(n_tokens / n_ctx);
     const int n = max_windows == 0 ? n_max : std::min(max_windows, n_max);
     for (int w = 0; w < n; ++w) out.push_back({static_cast<std::int64_t>(w) * n_ctx, n_ctx, n_ctx / 2, add_bos});
     return out;
   }
-  if (stride < 1 || stride > n_ctx) throw UsageError(fmt::format("perplexity: stride must be between 1 and ctx ({}), got {}", n_ctx, stride));
+  if (stride < 1 || stride > n_ctx)
+    throw UsageError(fmt::format("perplexity: stride must be between 1 and ctx ({}), got {}", n_ctx, stride));
   if (n_tokens < 2) throw UsageError(fmt::format("perplexity: the text tokenizes to only {} tokens; at least 2 are needed", n_tokens));
   // Hugging Face's loop: the window [begin, end) scores the tokens after the previous window's end.
   std::int64_t prev_end = 0;
@@ -80,7 +81,8 @@ PerplexityResult perplexity_llama_cpp(engine::Engine& engine, const tok::Tokeniz
   double nll = 0.0;
   for (const PplWindow& w : windows) {
     const std::vector<float> logits = run_ppl_window(engine, tokens, w, add_bos ? *special.bos : 0, kv);
-    for (int j = w.first_row; j < w.len - 1; ++j) nll += token_nll(logits.data() + static_cast<std::int64_t>(j) * n_vocab, n_vocab, tokens[w.start + j + 1]);
+    for (int j = w.first_row; j < w.len - 1; ++j)
+      nll += token_nll(logits.data() + static_cast<std::int64_t>(j) * n_vocab, n_vocab, tokens[w.start + j + 1]);
     r.tokens_scored += w.len - 1 - w.first_row;
     r.ppl_after_window.push_back(std::exp(nll / static_cast<double>(r.tokens_scored)));
   }

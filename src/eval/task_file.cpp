@@ -21,7 +21,8 @@ std::string string_field(const nlohmann::json& j, const char* key, const std::st
 
 std::vector<std::string> string_list(const nlohmann::json& j, const char* key, const std::string& where) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_array() || it->empty()) throw UsageError(fmt::format("{}: field \"{}\" must be a non-empty list of strings", where, key));
+  if (it == j.end() || !it->is_array() || it->empty())
+    throw UsageError(fmt::format("{}: field \"{}\" must be a non-empty list of strings", where, key));
   std::vector<std::string> out;
   for (const auto& v : *it) {
     if (!v.is_string()) throw UsageError(fmt::format("{}: field \"{}\" must be a non-empty list of strings", where, key));
@@ -63,7 +64,8 @@ TaskItem parse_item(const nlohmann::json& j, const std::string& where) {
     item.choices.push_back(item.continuations.back().substr(1));
     item.completion = true;
   } else {
-    throw UsageError(fmt::format("{}: expected the fields query/choices/gold, context_options/continuation/gold or context/continuation", where));
+    throw UsageError(
+        fmt::format("{}: expected the fields query/choices/gold, context_options/continuation/gold or context/continuation", where));
   }
   return item;
 }

@@ -55,14 +55,17 @@ std::vector<Scored> score_item(engine::Engine& engine, const std::vector<Request
     mgr.add_sequence(0);
     auto app = mgr.append(0, prefix);
     if (!app) throw Error("tasks: the KV cache cannot hold the shared prefix");
-    SeqChunk chunk{std::span(reqs[0].tokens.data(), static_cast<std::size_t>(prefix)), app->start_pos, app->slots, mgr.block_table(0), false};
+    SeqChunk chunk{std::span(reqs[0].tokens.data(), static_cast<std::size_t>(prefix)), app->start_pos, app->slots, mgr.block_table(0),
+                   false};
     prefix_logits = engine.forward(std::span<const SeqChunk>(&chunk, 1), kv);
   }
   std::vector<AppendResult> apps;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const auto id = static_cast<std::int64_t>(i + 1);
-    if (prefix > 0) mgr.fork(0, id);
-    else mgr.add_sequence(id);
+    if (prefix > 0)
+      mgr.fork(0, id);
+    else
+      mgr.add_sequence(id);
     auto app = mgr.append(id, static_cast<int>(reqs[i].tokens.size()) - prefix);
     if (!app) throw Error("tasks: the KV cache cannot hold one item");
     for (const auto& c : app->copies) kv.copy_block(c.src_block, c.dst_block);
@@ -75,7 +78,8 @@ std::vector<Scored> score_item(engine::Engine& engine, const std::vector<Request
   }
   std::vector<SeqChunk> chunks;
   for (std::size_t i = 0; i < reqs.size(); ++i)
-    chunks.push_back({std::span(reqs[i].tokens).subspan(static_cast<std::size_t>(prefix)), apps[i].start_pos, apps[i].slots, tables[i], true});
+    chunks.push_back(
+        {std::span(reqs[i].tokens).subspan(static_cast<std::size_t>(prefix)), apps[i].start_pos, apps[i].slots, tables[i], true});
   const std::vector<float> logits = engine.forward(chunks, kv);
 
   std::vector<Scored> out(reqs.size());
@@ -126,7 +130,8 @@ TaskResult run_task(engine::Engine& engine, const tok::Tokenizer& tok, const Tas
     const TaskItem& item = task.items[static_cast<std::size_t>(i)];
     std::int64_t tokens = 0;
     for (std::size_t c = 0; c < item.contexts.size(); ++c) {
-      all[static_cast<std::size_t>(i)].push_back(make_request(tok, item.contexts[c], item.continuations[c], fmt::format("{} item {}", task.path, i + 1)));
+      all[static_cast<std::size_t>(i)].push_back(
+          make_request(tok, item.contexts[c], item.continuations[c], fmt::format("{} item {}", task.path, i + 1)));
       tokens += static_cast<std::int64_t>(all[static_cast<std::size_t>(i)].back().tokens.size());
     }
     max_tokens = std::max(max_tokens, tokens);

@@ -21,9 +21,7 @@ void log_softmax(const float* x, std::int64_t n, std::vector<double>& out) {
   for (std::int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = static_cast<double>(x[i]) - lse;
 }
 
-std::int64_t argmax(const float* x, std::int64_t n) {
-  return std::max_element(x, x + n) - x;
-}
+std::int64_t argmax(const float* x, std::int64_t n) { return std::max_element(x, x + n) - x; }
 
 }  // namespace
 
@@ -80,7 +78,8 @@ TextMetrics evaluate_text(std::span<engine::Engine* const> models, const tok::To
     const PplWindow& win = windows[w];
     const std::vector<float> base = run_ppl_window(*models[0], tokens, win, add_bos ? *special.bos : 0, kv[0]);
     for (std::size_t m = 0; m < models.size(); ++m) {
-      const std::vector<float> own = m == 0 ? std::vector<float>{} : run_ppl_window(*models[m], tokens, win, add_bos ? *special.bos : 0, kv[m]);
+      const std::vector<float> own =
+          m == 0 ? std::vector<float>{} : run_ppl_window(*models[m], tokens, win, add_bos ? *special.bos : 0, kv[m]);
       const std::vector<float>& logits = m == 0 ? base : own;
       for (int j = win.first_row; j < win.len - 1; ++j) {
         const float* row = logits.data() + static_cast<std::int64_t>(j) * n_vocab;

@@ -20,8 +20,10 @@ using json = nlohmann::json;
 // compressed-tensors' QuantizationArgs forbids unknown keys and has gained keys over time
 // (scale_dtype, zp_dtype); these ten are the ones every release since mid-2024 accepts.
 json quant_args(int bits, const char* type, bool sym, const json& group_size, const char* strategy, bool dynamic, const json& observer) {
-  return {{"num_bits", bits},    {"type", type},           {"symmetric", sym},  {"group_size", group_size},
-          {"strategy", strategy}, {"block_structure", nullptr}, {"dynamic", dynamic}, {"actorder", nullptr},
+  return {{"num_bits", bits},     {"type", type},
+          {"symmetric", sym},     {"group_size", group_size},
+          {"strategy", strategy}, {"block_structure", nullptr},
+          {"dynamic", dynamic},   {"actorder", nullptr},
           {"observer", observer}, {"observer_kwargs", json::object()}};
 }
 
@@ -31,12 +33,8 @@ json fp8_args(const char* strategy, bool dynamic, const json& observer) {
 
 // The top-level keys of a compressed-tensors quantization_config as llm-compressor writes them.
 json compressed_tensors_config(const char* format, const std::vector<std::string>& ignore, json groups) {
-  return {{"quant_method", "compressed-tensors"},
-          {"format", format},
-          {"quantization_status", "compressed"},
-          {"global_compression_ratio", nullptr},
-          {"kv_cache_scheme", nullptr},
-          {"ignore", ignore},
+  return {{"quant_method", "compressed-tensors"}, {"format", format},           {"quantization_status", "compressed"},
+          {"global_compression_ratio", nullptr},  {"kv_cache_scheme", nullptr}, {"ignore", ignore},
           {"config_groups", std::move(groups)}};
 }
 
@@ -56,7 +54,8 @@ template <class J>
 int get_int(const J& q, std::initializer_list<const char*> keys, int fallback, const char* where) {
   for (const char* k : keys)
     if (const J* v = find_key(q, k)) {
-      if (!v->is_number_integer()) throw UsageError(fmt::format("quantization_config{}.{}: expected an integer, got {}", where, k, v->dump()));
+      if (!v->is_number_integer())
+        throw UsageError(fmt::format("quantization_config{}.{}: expected an integer, got {}", where, k, v->dump()));
       return json_int<int>(*v, fmt::format("quantization_config{}", where), k);
     }
   return fallback;
@@ -87,7 +86,8 @@ std::vector<std::string> get_strings(const J& q, const char* key, const char* wh
   auto bad = [&] { return UsageError(fmt::format("quantization_config{}.{}: expected a list of strings, got {}", where, key, v->dump())); };
   if (!v->is_array()) throw bad();
   for (const auto& e : *v) {
-    if (e.is_string()) out.push_back(e.template get<std::string>());
+    if (e.is_string())
+      out.push_back(e.template get<std::string>());
     else if (e.is_array()) {
       for (const auto& s : e) {
         if (!s.is_string()) throw bad();
@@ -118,8 +118,10 @@ void parse_awq(const J& q, HfQuantConfig& c) {
   c.sym = false;
   if (c.bits != 4) throw UsageError(fmt::format("quantization_config: AWQ with {} bits is not supported (4-bit GEMM only)", c.bits));
   if (c.version != "gemm")
-    throw UsageError(fmt::format("quantization_config.version: AWQ '{}' is not supported (only 'gemm'; GEMV, Marlin and "
-                                 "exllama checkpoints pack differently)", c.version));
+    throw UsageError(
+        fmt::format("quantization_config.version: AWQ '{}' is not supported (only 'gemm'; GEMV, Marlin and "
+                    "exllama checkpoints pack differently)",
+                    c.version));
   if (!get_bool(q, "zero_point", true, "")) throw UsageError("quantization_config.zero_point: AWQ without zero points is not supported");
   check_group(c.group_size, "quantization_config.group_size");
   c.modules_to_not_convert = get_strings(q, "modules_to_not_convert", "");
@@ -148,12 +150,15 @@ void parse_gptq(const J& q, HfQuantConfig& c) {
       GptqDynamicRule r;
       r.skip = key.rfind("-:", 0) == 0;
       r.pattern = key.rfind("-:", 0) == 0 || key.rfind("+:", 0) == 0 ? key.substr(2) : key;
-      if (!value.is_object()) throw UsageError(fmt::format("quantization_config.dynamic.{}: expected an object, got {}", key, value.dump()));
+      if (!value.is_object())
+        throw UsageError(fmt::format("quantization_config.dynamic.{}: expected an object, got {}", key, value.dump()));
       r.overrides = json::parse(value.dump());
       const std::string where = ".dynamic." + key;
       if (!r.skip) {
-        if (r.overrides.contains("bits")) check_bits(get_int(r.overrides, {"bits"}, 4, where.c_str()), "quantization_config" + where + ".bits");
-        if (r.overrides.contains("group_size")) check_group(get_int(r.overrides, {"group_size"}, 128, where.c_str()), "quantization_config" + where);
+        if (r.overrides.contains("bits"))
+          check_bits(get_int(r.overrides, {"bits"}, 4, where.c_str()), "quantization_config" + where + ".bits");
+        if (r.overrides.contains("group_size"))
+          check_group(get_int(r.overrides, {"group_size"}, 128, where.c_str()), "quantization_config" + where);
         get_bool(r.overrides, "desc_act", false, where.c_str());
         get_bool(r.overrides, "sym", true, where.c_str());
       }
@@ -169,10 +174,11 @@ ModuleQuant parse_ct_weights(const J& w, const std::string& ww, bool integer) {
   const int bits = get_int(w, {"num_bits"}, 8, ww.c_str());
   const std::string type = get_string(w, "type", "int", ww.c_str());
   if (!integer && (bits != 8 || type != "float"))
-    throw UsageError(fmt::format("quantization_config{}: {}-bit {} weights are not supported (FP8: num_bits 8, type float)", ww, bits, type));
+    throw UsageError(
+        fmt::format("quantization_config{}: {}-bit {} weights are not supported (FP8: num_bits 8, type float)", ww, bits, type));
   if (integer && ((bits != 4 && bits != 8) || type != "int"))
-    throw UsageError(fmt::format("quantization_config{}: {}-bit {} weights are not supported (pack-quantized: num_bits 4 or 8, type int)", ww,
-                                 bits, type));
+    throw UsageError(fmt::format("quantization_config{}: {}-bit {} weights are not supported (pack-quantized: num_bits 4 or 8, type int)",
+                                 ww, bits, type));
   const bool sym = get_bool(w, "symmetric", true, ww.c_str());
   if (!integer && !sym) throw UsageError(fmt::format("quantization_config{}.symmetric: FP8 weights must be symmetric", ww));
   if (const J* d = find_key(w, "dynamic"); d && !(d->is_boolean() && !d->template get<bool>()))
@@ -183,10 +189,12 @@ ModuleQuant parse_ct_weights(const J& w, const std::string& ww, bool integer) {
   if (!integer && strategy != "channel" && strategy != "tensor")
     throw UsageError(fmt::format("quantization_config{}.strategy: FP8 '{}' scales are not supported (channel or tensor)", ww, strategy));
   if (integer && strategy != "channel" && !(strategy == "group" && group > 0))
-    throw UsageError(fmt::format("quantization_config{}.strategy: integer '{}' scales{} are not supported (group with a group_size, or channel)",
-                                 ww, strategy, strategy == "group" ? " without a positive group_size" : ""));
+    throw UsageError(
+        fmt::format("quantization_config{}.strategy: integer '{}' scales{} are not supported (group with a group_size, or channel)", ww,
+                    strategy, strategy == "group" ? " without a positive group_size" : ""));
   if (const J* a = find_key(w, "actorder"); integer && a && !(a->is_string() && a->template get<std::string>() == "static"))
-    throw UsageError(fmt::format("quantization_config{}.actorder: {} (weight_g_idx) is not supported; null or \"static\" only", ww, a->dump()));
+    throw UsageError(
+        fmt::format("quantization_config{}.actorder: {} (weight_g_idx) is not supported; null or \"static\" only", ww, a->dump()));
   return ModuleQuant{true, bits, strategy == "group" ? group : strategy == "channel" ? -1 : 0, sym, false};
 }
 
@@ -194,8 +202,10 @@ template <class J>
 void parse_compressed_tensors(const J& q, HfQuantConfig& c) {
   const std::string format = get_string(q, "format", "", "");
   if (format != "float-quantized" && format != "pack-quantized")
-    throw UsageError(fmt::format("quantization_config.format: compressed-tensors format '{}' is not supported (only "
-                                 "'float-quantized' FP8 and 'pack-quantized' INT4/INT8 weights)", format));
+    throw UsageError(
+        fmt::format("quantization_config.format: compressed-tensors format '{}' is not supported (only "
+                    "'float-quantized' FP8 and 'pack-quantized' INT4/INT8 weights)",
+                    format));
   const bool integer = format == "pack-quantized";
   c.method = integer ? QuantMethod::ct_int : QuantMethod::fp8;
   if (const J* s = find_key(q, "sparsity_config"); s && s->is_object() && get_string(*s, "format", "dense", ".sparsity_config") != "dense")
@@ -210,11 +220,13 @@ void parse_compressed_tensors(const J& q, HfQuantConfig& c) {
     if (const std::string f = get_string(g, "format", format, where.c_str()); f != format)
       throw UsageError(fmt::format("quantization_config{}.format: '{}' in a '{}' checkpoint is not supported", where, f, format));
     const J* w = find_key(g, "weights");
-    if (!w || !w->is_object()) throw UsageError(fmt::format("quantization_config{}.weights: missing; only weight quantization can be loaded", where));
+    if (!w || !w->is_object())
+      throw UsageError(fmt::format("quantization_config{}.weights: missing; only weight quantization can be loaded", where));
     const ModuleQuant m = parse_ct_weights(*w, where + ".weights", integer);
     if (integer) {
       if (const J* a = find_key(g, "input_activations"); a && a->is_object())
-        throw UsageError(fmt::format("quantization_config{}.input_activations: quantized activations with integer weights are not supported", where));
+        throw UsageError(
+            fmt::format("quantization_config{}.input_activations: quantized activations with integer weights are not supported", where));
       c.ct_groups.push_back({get_strings(g, "targets", where.c_str()), m});
     } else if (const J* a = find_key(g, "input_activations"); a && a->is_object() && get_bool(*a, "dynamic", false, ".input_activations")) {
       c.fp8_dynamic_activations = true;
@@ -235,12 +247,17 @@ HfQuantConfig parse_impl(const J& q) {
   if (!q.is_object()) throw UsageError(fmt::format("quantization_config: expected an object, got {}", q.dump()));
   const std::string method = get_string(q, "quant_method", "", "");
   HfQuantConfig c;
-  if (method == "awq") parse_awq(q, c);
-  else if (method == "gptq") parse_gptq(q, c);
-  else if (method == "compressed-tensors") parse_compressed_tensors(q, c);
+  if (method == "awq")
+    parse_awq(q, c);
+  else if (method == "gptq")
+    parse_gptq(q, c);
+  else if (method == "compressed-tensors")
+    parse_compressed_tensors(q, c);
   else
-    throw UsageError(fmt::format("quantization_config.quant_method: '{}' checkpoints cannot be loaded (supported: awq GEMM 4-bit, "
-                                 "gptq 4/8-bit, compressed-tensors FP8 and pack-quantized INT4/INT8)", method));
+    throw UsageError(
+        fmt::format("quantization_config.quant_method: '{}' checkpoints cannot be loaded (supported: awq GEMM 4-bit, "
+                    "gptq 4/8-bit, compressed-tensors FP8 and pack-quantized INT4/INT8)",
+                    method));
   return c;
 }
 
@@ -285,11 +302,16 @@ std::string gptq_dynamic_pattern(const std::string& module) {
 json gptq_quantization_config(const GptqConfigOptions& o) {
   check_bits(o.bits, "GPTQ config");
   check_group(o.group_size, "GPTQ config");
-  json j = {{"quant_method", "gptq"},   {"bits", o.bits},
-            {"group_size", o.group_size}, {"damp_percent", o.damp_percent},
-            {"desc_act", o.desc_act},   {"static_groups", o.static_groups},
-            {"sym", o.sym},             {"true_sequential", o.true_sequential},
-            {"lm_head", o.lm_head},     {"checkpoint_format", o.v2 ? "gptq_v2" : "gptq"}};
+  json j = {{"quant_method", "gptq"},
+            {"bits", o.bits},
+            {"group_size", o.group_size},
+            {"damp_percent", o.damp_percent},
+            {"desc_act", o.desc_act},
+            {"static_groups", o.static_groups},
+            {"sym", o.sym},
+            {"true_sequential", o.true_sequential},
+            {"lm_head", o.lm_head},
+            {"checkpoint_format", o.v2 ? "gptq_v2" : "gptq"}};
   if (!o.dynamic.empty()) {
     json d = json::object();
     for (const auto& r : o.dynamic) {
@@ -326,10 +348,10 @@ json ct_pack_quantized_config(const CtPackedConfigOptions& o) {
     if (g.targets.empty()) throw Error(fmt::format("compressed-tensors config: group {} has no targets", i));
     const bool channel = g.group_size == -1;
     groups[fmt::format("group_{}", i)] = {{"targets", g.targets},
-                                         {"weights", quant_args(g.bits, "int", g.sym, channel ? json(nullptr) : json(g.group_size),
-                                                                channel ? "channel" : "group", false, "minmax")},
-                                         {"input_activations", nullptr},
-                                         {"output_activations", nullptr}};
+                                          {"weights", quant_args(g.bits, "int", g.sym, channel ? json(nullptr) : json(g.group_size),
+                                                                 channel ? "channel" : "group", false, "minmax")},
+                                          {"input_activations", nullptr},
+                                          {"output_activations", nullptr}};
   }
   return compressed_tensors_config("pack-quantized", o.ignore, std::move(groups));
 }
@@ -357,7 +379,8 @@ ModuleQuant HfQuantConfig::module(const std::string& name) const {
     case QuantMethod::gptq: {
       if (is_lm_head(name) && !lm_head) return plain;
       if (!is_lm_head(name) && !modules_to_quantize.empty() &&
-          std::none_of(modules_to_quantize.begin(), modules_to_quantize.end(), [&](const std::string& s) { return name.find(s) != std::string::npos; }))
+          std::none_of(modules_to_quantize.begin(), modules_to_quantize.end(),
+                       [&](const std::string& s) { return name.find(s) != std::string::npos; }))
         return plain;
       for (const auto& r : dynamic) {
         if (!regex_match_prefix(r.pattern, name)) continue;
@@ -394,13 +417,13 @@ std::string HfQuantConfig::describe() const {
     case QuantMethod::gptq:
       return fmt::format("gptq {}-bit {} {} {}{}{}", bits, g, sym ? "sym" : "asym", gptq_v2 ? "v2" : "v1", desc_act ? " desc_act" : "",
                          dynamic.empty() ? "" : fmt::format(" ({} dynamic rules)", dynamic.size()));
-    case QuantMethod::fp8:
-      return fmt::format("fp8 e4m3 {}{}", g, fp8_dynamic_activations ? " (dynamic per-token activations)" : "");
+    case QuantMethod::fp8: return fmt::format("fp8 e4m3 {}{}", g, fp8_dynamic_activations ? " (dynamic per-token activations)" : "");
     case QuantMethod::ct_int: {
       std::string parts;
       for (const auto& cg : ct_groups)
         parts += fmt::format("{}int{} {} {}", parts.empty() ? "" : ", ", cg.scheme.bits,
-                             cg.scheme.group_size == -1 ? std::string("per-channel") : fmt::format("g{}", cg.scheme.group_size), cg.scheme.sym ? "sym" : "asym");
+                             cg.scheme.group_size == -1 ? std::string("per-channel") : fmt::format("g{}", cg.scheme.group_size),
+                             cg.scheme.sym ? "sym" : "asym");
       return fmt::format("compressed-tensors pack-quantized ({})", parts);
     }
   }

@@ -19,10 +19,10 @@ std::int32_t as_i32(std::uint32_t u) { return static_cast<std::int32_t>(u); }
 void check_codes(const QuantizedLinear& q, const char* what) {
   const std::size_t n = static_cast<std::size_t>(q.rows * q.cols);
   const int groups = q.n_groups();
-  if (q.q.size() != n || q.zeros.size() != q.scales.size() || q.g_idx.size() != static_cast<std::size_t>(q.cols) ||
-      groups <= 0 || q.scales.size() != static_cast<std::size_t>(q.rows) * groups)
-    throw Error(fmt::format("{}: inconsistent QuantizedLinear ({}x{}, {} codes, {} scales, {} zeros, {} g_idx)", what, q.rows,
-                            q.cols, q.q.size(), q.scales.size(), q.zeros.size(), q.g_idx.size()));
+  if (q.q.size() != n || q.zeros.size() != q.scales.size() || q.g_idx.size() != static_cast<std::size_t>(q.cols) || groups <= 0 ||
+      q.scales.size() != static_cast<std::size_t>(q.rows) * groups)
+    throw Error(fmt::format("{}: inconsistent QuantizedLinear ({}x{}, {} codes, {} scales, {} zeros, {} g_idx)", what, q.rows, q.cols,
+                            q.q.size(), q.scales.size(), q.zeros.size(), q.g_idx.size()));
   const unsigned limit = 1u << q.scheme.bits;
   for (std::size_t i = 0; i < n; ++i)
     if (q.q[i] >= limit) throw Error(fmt::format("{}: code {} does not fit {} bits", what, q.q[i], q.scheme.bits));
@@ -39,8 +39,8 @@ AwqTensors pack_awq(const QuantizedLinear& q) {
   const std::int64_t in = q.cols, out = q.rows, G = q.scheme.effective_group(in);
   if (q.scheme.bits != 4) throw Error(fmt::format("AWQ GEMM stores 4-bit weights only, got {} bits", q.scheme.bits));
   if (out % 8 != 0 || in % G != 0)
-    throw Error(fmt::format("AWQ GEMM needs out_features % 8 == 0 and in_features % group_size == 0 (got out {}, in {}, group {})",
-                            out, in, G));
+    throw Error(
+        fmt::format("AWQ GEMM needs out_features % 8 == 0 and in_features % group_size == 0 (got out {}, in {}, group {})", out, in, G));
   if (!q.contiguous_groups()) throw Error("AWQ GEMM has no g_idx: act-order (permuted) groups cannot be stored");
   const std::int64_t groups = in / G, packed = out / 8;
   const int n_groups = q.n_groups();
@@ -75,8 +75,8 @@ QuantizedLinear unpack_awq(const AwqTensors& t) {
   const std::int64_t groups = in / G, packed = out / 8;
   if (t.qweight.size() != static_cast<std::size_t>(in * packed) || t.qzeros.size() != static_cast<std::size_t>(groups * packed) ||
       t.scales.size() != static_cast<std::size_t>(groups * out))
-    throw Error(fmt::format("AWQ GEMM: expected qweight [{}, {}], qzeros [{}, {}], scales [{}, {}]; got {}, {}, {} elements", in,
-                            packed, groups, packed, groups, out, t.qweight.size(), t.qzeros.size(), t.scales.size()));
+    throw Error(fmt::format("AWQ GEMM: expected qweight [{}, {}], qzeros [{}, {}], scales [{}, {}]; got {}, {}, {} elements", in, packed,
+                            groups, packed, groups, out, t.qweight.size(), t.qzeros.size(), t.scales.size()));
   QuantizedLinear q;
   q.rows = out, q.cols = in;
   q.scheme = {4, static_cast<int>(G == in ? -1 : G), false};
@@ -132,8 +132,10 @@ GptqTensors pack_gptq(const QuantizedLinear& q, bool v1) {
         const int z = q.zeros[o * groups + g];
         // Readers of v1 add 1 to each field (vLLM's gptq kernels, AutoGPTQ); a zero of 0 would come back as 2^bits.
         if (v1 && z == 0)
-          throw Error(fmt::format("GPTQ v1 stores zero-1, so zero point 0 (output {}, group {}) cannot be written; "
-                                  "write checkpoint_format gptq_v2 instead", o, g));
+          throw Error(
+              fmt::format("GPTQ v1 stores zero-1, so zero point 0 (output {}, group {}) cannot be written; "
+                          "write checkpoint_format gptq_v2 instead",
+                          o, g));
         v |= (static_cast<std::uint32_t>(z - (v1 ? 1 : 0)) & mask) << (bits * j);
       }
       t.qzeros[g * (out / pf) + c] = as_i32(v);
@@ -152,8 +154,8 @@ QuantizedLinear unpack_gptq(const GptqTensors& t, int group_size, bool sym, bool
     throw Error(fmt::format("GPTQ {}-bit: bad shape (in {}, out {}, {} groups)", bits, in, out, groups));
   if (t.qweight.size() != static_cast<std::size_t>(in / pf * out) || t.qzeros.size() != static_cast<std::size_t>(groups * (out / pf)) ||
       t.scales.size() != static_cast<std::size_t>(groups * out))
-    throw Error(fmt::format("GPTQ: expected qweight [{}, {}], qzeros [{}, {}], scales [{}, {}]; got {}, {}, {} elements", in / pf,
-                            out, groups, out / pf, groups, out, t.qweight.size(), t.qzeros.size(), t.scales.size()));
+    throw Error(fmt::format("GPTQ: expected qweight [{}, {}], qzeros [{}, {}], scales [{}, {}]; got {}, {}, {} elements", in / pf, out,
+                            groups, out / pf, groups, out, t.qweight.size(), t.qzeros.size(), t.scales.size()));
   const std::int64_t G = group_size == kGroupPerChannel ? in : group_size;
   if (!t.g_idx.empty() && t.g_idx.size() != static_cast<std::size_t>(in))
     throw Error(fmt::format("GPTQ: g_idx has {} entries for {} input features", t.g_idx.size(), in));
@@ -182,8 +184,8 @@ QuantizedLinear unpack_gptq(const GptqTensors& t, int group_size, bool sym, bool
       for (int j = 0; j < pf; ++j) {
         const unsigned z = ((v >> (bits * j)) & mask) + (v1 ? 1 : 0);
         if (z > 255)
-          throw Error(fmt::format("GPTQ v1 {}-bit: stored zero field {} means zero point {}, which this loader cannot hold", bits,
-                                  z - 1, z));
+          throw Error(
+              fmt::format("GPTQ v1 {}-bit: stored zero field {} means zero point {}, which this loader cannot hold", bits, z - 1, z));
         q.zeros[(c * pf + j) * groups + g] = static_cast<std::uint8_t>(z);
       }
     }
@@ -202,8 +204,8 @@ QuantizedLinear unpack_ct(const CtPackedTensors& t, int group_size, bool sym) {
     throw Error(fmt::format("pack-quantized: bad shape (in {}, out {}, {} groups of {})", in, out, groups, G));
   if (t.weight_packed.size() != static_cast<std::size_t>(out * words) || t.weight_scale.size() != static_cast<std::size_t>(out * groups) ||
       (!sym && t.weight_zero_point.size() != static_cast<std::size_t>(zp_rows * groups)))
-    throw Error(fmt::format("pack-quantized: expected weight_packed [{}, {}], weight_scale [{}, {}]{}; got {}, {}, {} elements", out, words, out,
-                            groups, sym ? "" : fmt::format(", weight_zero_point [{}, {}]", zp_rows, groups), t.weight_packed.size(),
+    throw Error(fmt::format("pack-quantized: expected weight_packed [{}, {}], weight_scale [{}, {}]{}; got {}, {}, {} elements", out, words,
+                            out, groups, sym ? "" : fmt::format(", weight_zero_point [{}, {}]", zp_rows, groups), t.weight_packed.size(),
                             t.weight_scale.size(), t.weight_zero_point.size()));
   const std::uint32_t mask = (1u << bits) - 1;
   QuantizedLinear q;

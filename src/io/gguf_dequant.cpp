@@ -288,8 +288,7 @@ void dequantize_row(std::uint32_t ggml_type, const void* src, float* dst, std::i
   if (fn == nullptr) throw Error(fmt::format("cannot dequantize {}", type_label(ggml_type)));
   const std::uint32_t block = ggml_type_info(ggml_type)->block_size;
   if (n < 0 || n % block != 0) {
-    throw Error(fmt::format("cannot dequantize {} weights of {}: not a multiple of its block size {}", n,
-                            type_label(ggml_type), block));
+    throw Error(fmt::format("cannot dequantize {} weights of {}: not a multiple of its block size {}", n, type_label(ggml_type), block));
   }
   fn(static_cast<const std::uint8_t*>(src), dst, n / block);
 }

@@ -35,11 +35,19 @@ constexpr uint64_t kMaxReserve = 1 << 16;
 // Smallest encoding of one value, in bytes; an array count above remaining / this is impossible.
 uint64_t min_encoded_size(ValueType type) {
   switch (type) {
-    case ValueType::u8: case ValueType::i8: case ValueType::boolean: return 1;
-    case ValueType::u16: case ValueType::i16: return 2;
-    case ValueType::u32: case ValueType::i32: case ValueType::f32: return 4;
+    case ValueType::u8:
+    case ValueType::i8:
+    case ValueType::boolean: return 1;
+    case ValueType::u16:
+    case ValueType::i16: return 2;
+    case ValueType::u32:
+    case ValueType::i32:
+    case ValueType::f32: return 4;
     // A string is at least its u64 length.
-    case ValueType::u64: case ValueType::i64: case ValueType::f64: case ValueType::string: return 8;
+    case ValueType::u64:
+    case ValueType::i64:
+    case ValueType::f64:
+    case ValueType::string: return 8;
     case ValueType::array: return 4 + 8;
   }
   return 1;
@@ -122,8 +130,7 @@ class Parser {
     const uint64_t at = pos_;
     const auto len = read<uint64_t>(what);
     if (len > remaining()) {
-      fail(fmt::format("truncated at offset {} while reading {}: string length {} exceeds the {} bytes left", at, what,
-                       len, remaining()));
+      fail(fmt::format("truncated at offset {} while reading {}: string length {} exceeds the {} bytes left", at, what, len, remaining()));
     }
     std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<std::size_t>(len));
     pos_ += len;
@@ -139,8 +146,7 @@ class Parser {
     file.version = read<uint32_t>("the version");
     // A file written on a big-endian host reads as e.g. 0x03000000 here.
     if (file.version != 0 && (file.version & 0xFFFF) == 0) {
-      fail(fmt::format("GGUF version {:#x} at offset 4 looks byte-swapped; big-endian files are not supported",
-                       file.version));
+      fail(fmt::format("GGUF version {:#x} at offset 4 looks byte-swapped; big-endian files are not supported", file.version));
     }
     if (file.version == 1) fail("GGUF v1 files are not supported (offset 4); re-convert with a current llama.cpp");
     if (file.version != 2 && file.version != 3) {
@@ -150,9 +156,10 @@ class Parser {
     n_kv_ = read<uint64_t>("the metadata key count");
     if (n_tensors_ > remaining() / kMinTensorInfoBytes || n_kv_ > remaining() / kMinKvBytes ||
         n_tensors_ * kMinTensorInfoBytes + n_kv_ * kMinKvBytes > remaining()) {
-      fail(fmt::format("header at offset 8 declares {} tensors and {} metadata keys, more than the {} bytes left "
-                       "can hold",
-                       n_tensors_, n_kv_, remaining()));
+      fail(
+          fmt::format("header at offset 8 declares {} tensors and {} metadata keys, more than the {} bytes left "
+                      "can hold",
+                      n_tensors_, n_kv_, remaining()));
     }
   }
 
@@ -167,8 +174,7 @@ class Parser {
 
       const uint64_t type_at = pos_;
       const auto type = read<uint32_t>(fmt::format("the type of key '{}'", shown(key)));
-      Value value =
-          read_value(checked_type(type, key, type_at), key, 0, fmt::format("the value of key '{}'", shown(key)));
+      Value value = read_value(checked_type(type, key, type_at), key, 0, fmt::format("the value of key '{}'", shown(key)));
       if (key == "general.alignment") file.alignment = checked_alignment(value, key_at);
       file.metadata.emplace_back(std::move(key), std::move(value));
     }
@@ -225,11 +231,10 @@ class Parser {
     v.elem_type = checked_type(read<uint32_t>(what), key, elem_at);
     const uint64_t count_at = pos_;
     const auto count = read<uint64_t>(what);
-    const std::string elems_what =
-        fmt::format("the value of key '{}' ({})", shown(key), describe_array(v.elem_type, count));
+    const std::string elems_what = fmt::format("the value of key '{}' ({})", shown(key), describe_array(v.elem_type, count));
     if (count > remaining() / min_encoded_size(v.elem_type)) {
-      fail(fmt::format("truncated at offset {} while reading {}: {} elements cannot fit in the {} bytes left",
-                       count_at, elems_what, count, remaining()));
+      fail(fmt::format("truncated at offset {} while reading {}: {} elements cannot fit in the {} bytes left", count_at, elems_what, count,
+                       remaining()));
     }
     std::vector<Value> elems;
     elems.reserve(std::min(count, kMaxReserve));
@@ -253,8 +258,7 @@ class Parser {
       const uint64_t dims_at = pos_;
       const auto n_dims = read<uint32_t>(what);
       if (n_dims > kMaxDims) {
-        fail(fmt::format("tensor '{}' has {} dimensions at offset {} (at most {})", shown(t.name), n_dims, dims_at,
-                         kMaxDims));
+        fail(fmt::format("tensor '{}' has {} dimensions at offset {} (at most {})", shown(t.name), n_dims, dims_at, kMaxDims));
       }
       read_shape(t, n_dims, what);
 
@@ -280,8 +284,7 @@ class Parser {
       }
       zero = zero || ne == 0;
       if (!zero && ne > 1 && n_elements > kMax / ne) {
-        fail(fmt::format("tensor '{}' has more than INT64_MAX elements (dimension {} at offset {})", shown(t.name), d,
-                         at));
+        fail(fmt::format("tensor '{}' has more than INT64_MAX elements (dimension {} at offset {})", shown(t.name), d, at));
       }
       if (!zero) n_elements *= ne;
       t.ne.push_back(ne);
@@ -295,14 +298,14 @@ class Parser {
     }
     const uint64_t row = t.ne.empty() ? 1 : t.ne[0];
     if (row % info->block_size != 0) {
-      fail(fmt::format("tensor '{}' of type {} at offset {} has rows of {} weights, not a multiple of its block "
-                       "size {}",
-                       shown(t.name), info->name, at, row, info->block_size));
+      fail(
+          fmt::format("tensor '{}' of type {} at offset {} has rows of {} weights, not a multiple of its block "
+                      "size {}",
+                      shown(t.name), info->name, at, row, info->block_size));
     }
     const uint64_t blocks = t.n_elements() / info->block_size;
     if (blocks > std::numeric_limits<uint64_t>::max() / info->type_size) {
-      fail(fmt::format("tensor '{}' at offset {} is too large: its size in bytes overflows 64 bits", shown(t.name),
-                       at));
+      fail(fmt::format("tensor '{}' at offset {} is too large: its size in bytes overflows 64 bits", shown(t.name), at));
     }
   }
 
@@ -311,21 +314,22 @@ class Parser {
     file.data_offset = pos_;
     if (!file.tensors.empty()) file.data_offset = (pos_ + file.alignment - 1) / file.alignment * file.alignment;
     if (file.data_offset > size_) {
-      fail(fmt::format("truncated at offset {} while reading the padding before the tensor data (due at offset {})",
-                       size_, file.data_offset));
+      fail(fmt::format("truncated at offset {} while reading the padding before the tensor data (due at offset {})", size_,
+                       file.data_offset));
     }
     const uint64_t data_size = size_ - file.data_offset;
     for (std::size_t i = 0; i < file.tensors.size(); ++i) {
       const TensorInfo& t = file.tensors[i];
       if (t.offset % file.alignment != 0) {
-        fail(fmt::format("tensor '{}' has data offset {} at offset {}, not a multiple of the alignment {}",
-                         shown(t.name), t.offset, info_offsets_[i], file.alignment));
+        fail(fmt::format("tensor '{}' has data offset {} at offset {}, not a multiple of the alignment {}", shown(t.name), t.offset,
+                         info_offsets_[i], file.alignment));
       }
       const uint64_t n = t.n_bytes();
       if (t.offset > data_size || n > data_size - t.offset) {
-        fail(fmt::format("tensor '{}' (offset field at offset {}) has {} bytes of data at data offset {}, past the end "
-                         "of the file ({} bytes, data section from offset {})",
-                         shown(t.name), info_offsets_[i], n, t.offset, size_, file.data_offset));
+        fail(
+            fmt::format("tensor '{}' (offset field at offset {}) has {} bytes of data at data offset {}, past the end "
+                        "of the file ({} bytes, data section from offset {})",
+                        shown(t.name), info_offsets_[i], n, t.offset, size_, file.data_offset));
       }
     }
     check_overlaps(file);
@@ -334,17 +338,17 @@ class Parser {
   void check_overlaps(const File& file) const {
     std::vector<std::size_t> order(file.tensors.size());
     std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(),
-              [&](std::size_t a, std::size_t b) { return file.tensors[a].offset < file.tensors[b].offset; });
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return file.tensors[a].offset < file.tensors[b].offset; });
     const TensorInfo* prev = nullptr;
     for (std::size_t i : order) {
       const TensorInfo& t = file.tensors[i];
       if (t.n_bytes() == 0) continue;
       if (prev != nullptr && t.offset < prev->offset + prev->n_bytes()) {
-        fail(fmt::format("tensors '{}' and '{}' overlap: data offsets [{}, {}) and [{}, {}) (offset field of '{}' at "
-                         "offset {})",
-                         shown(prev->name), shown(t.name), prev->offset, prev->offset + prev->n_bytes(), t.offset,
-                         t.offset + t.n_bytes(), shown(t.name), info_offsets_[i]));
+        fail(
+            fmt::format("tensors '{}' and '{}' overlap: data offsets [{}, {}) and [{}, {}) (offset field of '{}' at "
+                        "offset {})",
+                        shown(prev->name), shown(t.name), prev->offset, prev->offset + prev->n_bytes(), t.offset, t.offset + t.n_bytes(),
+                        shown(t.name), info_offsets_[i]));
       }
       prev = &t;
     }
@@ -455,9 +459,7 @@ const std::vector<Value>& Value::as_array() const {
   type_mismatch(*this, "array");
 }
 
-uint64_t TensorInfo::n_elements() const {
-  return std::accumulate(ne.begin(), ne.end(), uint64_t{1}, std::multiplies<>());
-}
+uint64_t TensorInfo::n_elements() const { return std::accumulate(ne.begin(), ne.end(), uint64_t{1}, std::multiplies<>()); }
 
 uint64_t TensorInfo::n_bytes() const {
   if (ne.empty()) return ggml_row_bytes(type, 1);
@@ -535,9 +537,10 @@ std::span<const uint8_t> File::tensor_bytes(const TensorInfo& tensor) const {
   }
   const uint64_t size = mapping->size();
   if (data_offset > size || tensor.offset > size - data_offset || n > size - data_offset - tensor.offset) {
-    throw Error(fmt::format("{}: tensor '{}' has {} bytes of data at data offset {}, outside the file ({} bytes, data "
-                            "section from offset {})",
-                            path, shown(tensor.name), n, tensor.offset, size, data_offset));
+    throw Error(
+        fmt::format("{}: tensor '{}' has {} bytes of data at data offset {}, outside the file ({} bytes, data "
+                    "section from offset {})",
+                    path, shown(tensor.name), n, tensor.offset, size, data_offset));
   }
   return {mapping->data() + data_offset + tensor.offset, static_cast<std::size_t>(n)};
 }

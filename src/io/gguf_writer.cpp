@@ -103,8 +103,7 @@ class Encoder {
     raw<uint64_t>(elems.size());
     for (std::size_t i = 0; i < elems.size(); ++i) {
       if (elems[i].type != v.elem_type) {
-        fail(key,
-             fmt::format("element {} of an array of {} is {}", i, type_name(v.elem_type), type_name(elems[i].type)));
+        fail(key, fmt::format("element {} of an array of {} is {}", i, type_name(v.elem_type), type_name(elems[i].type)));
       }
       value(elems[i], key);
     }
@@ -164,11 +163,8 @@ const Value* Writer::find(std::string_view key) const {
   return nullptr;
 }
 
-void Writer::check_tensor(const std::string& name, const std::vector<uint64_t>& ne, uint32_t type,
-                          std::size_t n_bytes) const {
-  const auto fail = [&](const std::string& problem) {
-    throw Error(fmt::format("{}: tensor '{}': {}", path_, name, problem));
-  };
+void Writer::check_tensor(const std::string& name, const std::vector<uint64_t>& ne, uint32_t type, std::size_t n_bytes) const {
+  const auto fail = [&](const std::string& problem) { throw Error(fmt::format("{}: tensor '{}': {}", path_, name, problem)); };
   if (name.empty()) fail("tensor names cannot be empty");
   if (name.size() > kMaxNameBytes) {
     fail(fmt::format("the name is {} bytes long; llama.cpp allows at most {}", name.size(), kMaxNameBytes));

@@ -53,8 +53,10 @@ void install_stop_handler() {
 void track_temp(const std::string& path, bool add) {
   if (add) install_stop_handler();
   std::lock_guard<std::mutex> lock(g_temps_mu);
-  if (add) g_temps.push_back(path);
-  else std::erase(g_temps, path);
+  if (add)
+    g_temps.push_back(path);
+  else
+    std::erase(g_temps, path);
 }
 
 std::string random_token() {
@@ -62,7 +64,9 @@ std::string random_token() {
   return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
-std::string marker_text(long pid, const std::string& token) { return fmt::format("model-optimizer temporary output\npid {}\ntoken {}\n", pid, token); }
+std::string marker_text(long pid, const std::string& token) {
+  return fmt::format("model-optimizer temporary output\npid {}\ntoken {}\n", pid, token);
+}
 
 // The pid a temporary directory's marker names, when the marker is there and well formed.
 std::optional<long> marker_pid(const fs::path& dir) {
@@ -128,9 +132,12 @@ void check_output_path(const std::string& input, const std::string& output, bool
       throw UsageError(fmt::format("{}: the parent directory of '{}' does not exist", key, output));
     return;
   }
-  if (!force) throw UsageError(fmt::format("{}: '{}' already exists; choose a new path (or --force to replace an earlier model-optimizer output)", key, output));
+  if (!force)
+    throw UsageError(
+        fmt::format("{}: '{}' already exists; choose a new path (or --force to replace an earlier model-optimizer output)", key, output));
   if (!is_our_output(output))
-    throw UsageError(fmt::format("{}: '{}' exists and was not written by model-optimizer; --force only replaces our own outputs", key, output));
+    throw UsageError(
+        fmt::format("{}: '{}' exists and was not written by model-optimizer; --force only replaces our own outputs", key, output));
 }
 
 StagedOutput::StagedOutput(std::string final_path, std::string keep) : final_(std::move(final_path)), token_(random_token()) {

@@ -240,8 +240,7 @@ void JsonCursor::skip_number(std::string_view context) {
 std::uint64_t JsonCursor::read_uint(std::string_view context) {
   const char c = peek();
   const std::size_t start = at();
-  if (c != '-' && !is_digit(c))
-    fail(start, fmt::format("{}: expected a non-negative integer, got {}", context, describe_next()));
+  if (c != '-' && !is_digit(c)) fail(start, fmt::format("{}: expected a non-negative integer, got {}", context, describe_next()));
   const std::size_t from = pos_;
   skip_number(context);
   const std::string_view token = text_.substr(from, pos_ - from);
@@ -319,8 +318,7 @@ void JsonCursor::skip_value(int depth, std::string_view context) {
 
 void JsonCursor::expect_end() {
   skip_ws();
-  if (pos_ < text_.size())
-    fail(at(), fmt::format("header: expected the end of the header after the JSON object, got {}", describe_next()));
+  if (pos_ < text_.size()) fail(at(), fmt::format("header: expected the end of the header after the JSON object, got {}", describe_next()));
 }
 
 }  // namespace mo::st::detail

@@ -23,8 +23,7 @@ std::string quote(std::string_view s);
 class JsonCursor {
  public:
   // `text` (valid UTF-8) is the header; it starts at byte `base` of the file `path`.
-  JsonCursor(const std::string& path, std::string_view text, std::size_t base)
-      : path_(path), text_(text), base_(base) {}
+  JsonCursor(const std::string& path, std::string_view text, std::size_t base) : path_(path), text_(text), base_(base) {}
 
   // File offset of the next token, after whitespace.
   std::size_t offset();

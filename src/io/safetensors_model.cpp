@@ -54,10 +54,9 @@ Model Model::open(const std::string& path) {
   }
   std::map<std::string, std::vector<std::string>> by_shard;  // shard file -> its tensors
   for (const auto& [name, shard] : weight_map->items()) {
-    if (!shard.is_string() || shard.get_ref<const std::string&>().empty() ||
-        fs::path(shard.get_ref<const std::string&>()).is_absolute()) {
-      throw Error(fmt::format("{}: weight_map: tensor {} maps to {}, expected a shard file name relative to the index",
-                              index_path, detail::quote(name), shard.dump()));
+    if (!shard.is_string() || shard.get_ref<const std::string&>().empty() || fs::path(shard.get_ref<const std::string&>()).is_absolute()) {
+      throw Error(fmt::format("{}: weight_map: tensor {} maps to {}, expected a shard file name relative to the index", index_path,
+                              detail::quote(name), shard.dump()));
     }
     by_shard[shard.get<std::string>()].push_back(name);
   }
@@ -79,8 +78,8 @@ Model Model::open(const std::string& path) {
     for (const std::string& name : names) {
       const TensorView* v = file.find(name);
       if (v == nullptr) {
-        throw Error(fmt::format("{}: tensor {} is mapped to shard {}, which has no such tensor", index_path,
-                                detail::quote(name), detail::quote(shard)));
+        throw Error(fmt::format("{}: tensor {} is mapped to shard {}, which has no such tensor", index_path, detail::quote(name),
+                                detail::quote(shard)));
       }
       model.tensors_.emplace(name, v);
     }

@@ -168,9 +168,7 @@ std::optional<Dtype> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-std::int64_t TensorView::numel() const {
-  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
-}
+std::int64_t TensorView::numel() const { return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>()); }
 
 File File::open(const std::string& path) {
   File file{MappedFile(path)};
@@ -215,12 +213,12 @@ File File::open(const std::string& path) {
     }
     if (e.end < e.begin) fail(fmt::format("{}: data_offsets [{}, {}] end before they begin", where, e.begin, e.end));
     if (e.end - e.begin != numel * elem) {
-      fail(fmt::format("{}: dtype {} and shape {} need {} bytes but data_offsets [{}, {}] hold {}", where,
-                       dtype_name(e.dtype), e.shape, numel * elem, e.begin, e.end, e.end - e.begin));
+      fail(fmt::format("{}: dtype {} and shape {} need {} bytes but data_offsets [{}, {}] hold {}", where, dtype_name(e.dtype), e.shape,
+                       numel * elem, e.begin, e.end, e.end - e.begin));
     }
     if (e.end > data_size) {
-      fail(fmt::format("{}: data_offsets [{}, {}] end past the data section ({} bytes from offset {})", where, e.begin,
-                       e.end, data_size, file.data_offset_));
+      fail(fmt::format("{}: data_offsets [{}, {}] end past the data section ({} bytes from offset {})", where, e.begin, e.end, data_size,
+                       file.data_offset_));
     }
   }
 
@@ -237,20 +235,21 @@ File File::open(const std::string& path) {
   for (std::size_t i : order) {
     const Entry& e = entries[i];
     if (e.begin < covered) {
-      fail(fmt::format("tensor {} (at offset {}): data_offsets [{}, {}] overlap tensor {} at [{}, {}]",
-                       detail::quote(e.name), e.at, e.begin, e.end, detail::quote(prev->name), prev->begin, prev->end));
+      fail(fmt::format("tensor {} (at offset {}): data_offsets [{}, {}] overlap tensor {} at [{}, {}]", detail::quote(e.name), e.at,
+                       e.begin, e.end, detail::quote(prev->name), prev->begin, prev->end));
     }
     if (e.begin > covered) {
-      constexpr const char* kGap = "tensor {} (at offset {}): data_offsets [{}, {}] leave bytes [{}, {}) of the data "
-                                   "section unused";
+      constexpr const char* kGap =
+          "tensor {} (at offset {}): data_offsets [{}, {}] leave bytes [{}, {}) of the data "
+          "section unused";
       fail(fmt::format(kGap, detail::quote(e.name), e.at, e.begin, e.end, covered, e.begin));
     }
     covered = e.end;
     prev = &e;
   }
   if (covered != data_size) {
-    fail(fmt::format("tensors cover {} bytes but the data section from offset {} has {}; bytes [{}, {}) are unused",
-                     covered, file.data_offset_, data_size, covered, data_size));
+    fail(fmt::format("tensors cover {} bytes but the data section from offset {} has {}; bytes [{}, {}) are unused", covered,
+                     file.data_offset_, data_size, covered, data_size));
   }
 
   file.tensors_.reserve(entries.size());

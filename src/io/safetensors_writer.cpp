@@ -124,20 +124,17 @@ void check_tensor(const std::string& path, const TensorData& t) {
   std::uint64_t numel = 1;
   bool overflow = false;
   for (std::int64_t d : t.shape) {
-    if (d < 0)
-      throw Error(
-          fmt::format("{}: tensor {} has a negative dimension in shape {}", path, detail::quote(t.name), t.shape));
+    if (d < 0) throw Error(fmt::format("{}: tensor {} has a negative dimension in shape {}", path, detail::quote(t.name), t.shape));
     const auto u = static_cast<std::uint64_t>(d);
     if (u != 0 && numel > std::numeric_limits<std::uint64_t>::max() / u) overflow = true;
     numel *= u;
   }
   const std::size_t elem = dtype_size(t.dtype);
   if (overflow || numel > std::numeric_limits<std::size_t>::max() / elem || numel * elem != t.nbytes) {
-    throw Error(fmt::format("{}: tensor {} of dtype {} and shape {} has {} bytes of data, expected numel * {}", path,
-                            detail::quote(t.name), dtype_name(t.dtype), t.shape, t.nbytes, elem));
+    throw Error(fmt::format("{}: tensor {} of dtype {} and shape {} has {} bytes of data, expected numel * {}", path, detail::quote(t.name),
+                            dtype_name(t.dtype), t.shape, t.nbytes, elem));
   }
-  if (t.data == nullptr && t.nbytes != 0)
-    throw Error(fmt::format("{}: tensor {} has no data", path, detail::quote(t.name)));
+  if (t.data == nullptr && t.nbytes != 0) throw Error(fmt::format("{}: tensor {} has no data", path, detail::quote(t.name)));
 }
 
 void check_names_unique(const std::string& path, const std::vector<TensorData>& tensors) {
@@ -153,8 +150,7 @@ std::string shard_file_name(std::size_t index, std::size_t count) {
   return fmt::format("model-{:05d}-of-{:05d}.safetensors", index + 1, count);
 }
 
-void write_file(const std::string& path, const std::vector<TensorData>& tensors,
-                const std::map<std::string, std::string>& metadata) {
+void write_file(const std::string& path, const std::vector<TensorData>& tensors, const std::map<std::string, std::string>& metadata) {
   check_names_unique(path, tensors);
   for (const TensorData& t : tensors) check_tensor(path, t);
   for (const auto& [key, value] : metadata) {
@@ -187,8 +183,8 @@ void write_file(const std::string& path, const std::vector<TensorData>& tensors,
   for (const TensorData* t : order) {
     if (header.size() > 1) header += ',';
     append_json_string(header, t->name);
-    header += fmt::format(R"(:{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})", dtype_name(t->dtype),
-                          fmt::join(t->shape, ","), offset, offset + t->nbytes);
+    header += fmt::format(R"(:{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})", dtype_name(t->dtype), fmt::join(t->shape, ","),
+                          offset, offset + t->nbytes);
     offset += t->nbytes;
   }
   header += '}';

@@ -42,7 +42,8 @@ int layer_of(const std::string& name) {
 ModelShape shape_from_gguf(const gguf::File& f) {
   std::string arch = f.get_string("general.architecture");
   if (arch != "llama" && arch != "qwen2") {
-    throw UsageError(fmt::format("{}: general.architecture '{}' is not supported (supported: {})", f.path, arch, supported_architectures()));
+    throw UsageError(
+        fmt::format("{}: general.architecture '{}' is not supported (supported: {})", f.path, arch, supported_architectures()));
   }
   ModelShape shape;
   shape.name = std::filesystem::path(f.path).filename().string();
@@ -79,8 +80,9 @@ ModelShape shape_from_gguf(const gguf::File& f) {
     hp.vocab_size = f.get_int_opt(key("vocab_size")).value_or(0);
   }
 
-  validate_hparams(hp, f.path, {key("context_length"), key("attention.layer_norm_rms_epsilon"), key("rope.freq_base"),
-                               "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", key("rope.scaling")});
+  validate_hparams(hp, f.path,
+                   {key("context_length"), key("attention.layer_norm_rms_epsilon"), key("rope.freq_base"), "tokenizer.ggml.bos_token_id",
+                    "tokenizer.ggml.eos_token_id", key("rope.scaling")});
   for (const auto& t : f.tensors) {
     WeightTensor w;
     w.name = t.name;

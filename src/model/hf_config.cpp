@@ -43,7 +43,9 @@ std::string stored_float_format(const json& c) {
 // Maps a checkpoint's quantization_config to one of our weight formats and its group size.
 void apply_quantization_config(const json& q, ModelShape& shape, const std::string& src) {
   std::string method = q.value("quant_method", "");
-  auto group = [&](const json& j) { return j.contains("group_size") && j["group_size"].is_number_integer() ? j["group_size"].get<std::int64_t>() : 128; };
+  auto group = [&](const json& j) {
+    return j.contains("group_size") && j["group_size"].is_number_integer() ? j["group_size"].get<std::int64_t>() : 128;
+  };
   int bits = q.contains("bits") && q["bits"].is_number_integer() ? q["bits"].get<int>() : 0;
   if (method == "awq" && bits == 4) {
     shape.stored_format = "awq-int4";
@@ -63,17 +65,22 @@ void apply_quantization_config(const json& q, ModelShape& shape, const std::stri
       const json& w = g.value("weights", json::object());
       int nb = w.value("num_bits", 0);
       std::string type = w.value("type", "int");
-      if (nb == 8 && type == "float") shape.stored_format = "fp8";
-      else if (nb == 8) shape.stored_format = "int8";
+      if (nb == 8 && type == "float")
+        shape.stored_format = "fp8";
+      else if (nb == 8)
+        shape.stored_format = "int8";
       else if (nb == 4) {
         shape.stored_format = "gptq-int4";
-        shape.stored_group_size = w.contains("group_size") && w["group_size"].is_number_integer() ? w["group_size"].get<std::int64_t>() : 128;
+        shape.stored_group_size =
+            w.contains("group_size") && w["group_size"].is_number_integer() ? w["group_size"].get<std::int64_t>() : 128;
       }
       break;
     }
   } else {
-    throw UsageError(fmt::format("{}: quantization_config.quant_method '{}' ({} bits) is not one this release can size (supported: awq 4-bit, gptq 4/8-bit, fp8, compressed-tensors)",
-                                 src, method, bits));
+    throw UsageError(
+        fmt::format("{}: quantization_config.quant_method '{}' ({} bits) is not one this release can size (supported: awq 4-bit, gptq "
+                    "4/8-bit, fp8, compressed-tensors)",
+                    src, method, bits));
   }
 }
 
@@ -140,7 +147,8 @@ static ModelShape shape_from_config(const json& c, const std::string& src) {
   hp.num_layers = get_int(c, "num_hidden_layers", src);
   hp.num_heads = get_int(c, "num_attention_heads", src);
   hp.num_kv_heads = get_int(c, "num_key_value_heads", src, hp.num_heads);
-  if (hp.num_heads <= 0) throw UsageError(fmt::format("{}: key 'num_attention_heads': expected a positive integer, got {}", src, hp.num_heads));
+  if (hp.num_heads <= 0)
+    throw UsageError(fmt::format("{}: key 'num_attention_heads': expected a positive integer, got {}", src, hp.num_heads));
   hp.head_dim = get_int(c, "head_dim", src, hp.hidden_size / hp.num_heads);
   hp.context_length = get_int(c, "max_position_embeddings", src, 4096);
   hp.tied_embeddings = get_bool(c, "tie_word_embeddings", false, src);

@@ -61,15 +61,14 @@ ModelFiles ModelFiles::open(const std::string& path) {
   ModelFiles m;
   m.path_ = path;
   if (fs::is_regular_file(path)) {
-    if (fs::path(path).extension() != ".gguf")
-      throw UsageError(fmt::format("{}: expected a .gguf file or an HF model directory", path));
+    if (fs::path(path).extension() != ".gguf") throw UsageError(fmt::format("{}: expected a .gguf file or an HF model directory", path));
     m.format_ = "gguf";
     m.gguf_ = std::make_shared<gguf::File>(gguf::read_metadata(path));
     m.shape_ = shape_from_gguf(*m.gguf_);
     for (const auto& t : m.gguf_->tensors) {
       const auto* info = ggml_type_info(t.type);
-      m.tensors_.push_back({t.name, t.name, t.ne, info ? info->name : fmt::format("type{}", t.type), t.type,
-                            m.gguf_->tensor_bytes(t), false});
+      m.tensors_.push_back(
+          {t.name, t.name, t.ne, info ? info->name : fmt::format("type{}", t.type), t.type, m.gguf_->tensor_bytes(t), false});
     }
     if (m.gguf_->find("tokenizer.ggml.model")) m.tokenizer_path_ = path;
     if (const auto* tmpl = m.gguf_->find("tokenizer.chat_template")) m.chat_template_ = tmpl->as_string();
@@ -79,7 +78,8 @@ ModelFiles ModelFiles::open(const std::string& path) {
   m.format_ = "safetensors";
   const fs::path dir(path);
   const fs::path config = dir / "config.json";
-  if (!fs::exists(config)) throw UsageError(fmt::format("{}: no config.json in this directory (expected an HF model directory or a .gguf file)", path));
+  if (!fs::exists(config))
+    throw UsageError(fmt::format("{}: no config.json in this directory (expected an HF model directory or a .gguf file)", path));
   m.hf_config_ = io::read_json(config.string());
   m.shape_ = shape_from_hf_config(m.hf_config_, config.string());
   m.shape_.name = fs::weakly_canonical(dir).filename().string();

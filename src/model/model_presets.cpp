@@ -13,8 +13,8 @@
 namespace mo::model {
 namespace {
 
-Hparams hp(const char* arch, std::int64_t vocab, std::int64_t hidden, std::int64_t ffn, std::int64_t layers,
-                  std::int64_t heads, std::int64_t kv_heads, std::int64_t ctx, bool tied = false) {
+Hparams hp(const char* arch, std::int64_t vocab, std::int64_t hidden, std::int64_t ffn, std::int64_t layers, std::int64_t heads,
+           std::int64_t kv_heads, std::int64_t ctx, bool tied = false) {
   Hparams h;
   h.arch = arch;
   h.vocab_size = vocab;
@@ -70,8 +70,8 @@ ModelShape load_model_shape(const std::string& spec) {
   }
   std::error_code ec;
   if (!fs::exists(spec, ec)) {
-    std::string msg = fmt::format("model_path: '{}' is neither a built-in preset nor an existing file or directory (presets: {})",
-                                  spec, join(model_preset_names()));
+    std::string msg = fmt::format("model_path: '{}' is neither a built-in preset nor an existing file or directory (presets: {})", spec,
+                                  join(model_preset_names()));
     if (auto near = closest_match(spec, model_preset_names())) msg += fmt::format("; did you mean '{}'?", *near);
     throw UsageError(msg);
   }

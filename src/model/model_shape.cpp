@@ -29,11 +29,14 @@ const char* role_name(Role r) {
 
 bool is_quantizable_linear(Role r) {
   switch (r) {
-    case Role::attn_q: case Role::attn_k: case Role::attn_v: case Role::attn_output:
-    case Role::ffn_gate: case Role::ffn_up: case Role::ffn_down:
-      return true;
-    default:
-      return false;
+    case Role::attn_q:
+    case Role::attn_k:
+    case Role::attn_v:
+    case Role::attn_output:
+    case Role::ffn_gate:
+    case Role::ffn_up:
+    case Role::ffn_down: return true;
+    default: return false;
   }
 }
 
@@ -58,19 +61,23 @@ void validate_hparams(const Hparams& hp, const std::string& src, const HparamKey
   if (hp.vocab_size > 0 && (hp.bos_token_id < -1 || hp.bos_token_id >= hp.vocab_size))
     bad(keys.bos_token_id, fmt::format("a token id in [0, {})", hp.vocab_size), std::to_string(hp.bos_token_id));
   for (const auto id : hp.eos_token_ids)
-    if (hp.vocab_size > 0 && (id < 0 || id >= hp.vocab_size)) bad(keys.eos_token_id, fmt::format("token ids in [0, {})", hp.vocab_size), std::to_string(id));
+    if (hp.vocab_size > 0 && (id < 0 || id >= hp.vocab_size))
+      bad(keys.eos_token_id, fmt::format("token ids in [0, {})", hp.vocab_size), std::to_string(id));
   // RoPE scaling divides by these and narrows them to float: finite, positive, and (llama3) a real band.
   const RopeScaling& rs = hp.rope_scaling;
   if (rs.type == "none") return;
   const std::string& p = keys.rope_scaling;
-  if (!std::isfinite(rs.factor) || rs.factor <= 0 || rs.factor > 1e6) bad(p + ".factor", "a number in (0, 1e6]", fmt::format("{}", rs.factor));
+  if (!std::isfinite(rs.factor) || rs.factor <= 0 || rs.factor > 1e6)
+    bad(p + ".factor", "a number in (0, 1e6]", fmt::format("{}", rs.factor));
   if (rs.type != "llama3") return;
   if (!std::isfinite(rs.low_freq_factor) || rs.low_freq_factor <= 0 || rs.low_freq_factor > 1e6)
     bad(p + ".low_freq_factor", "a number in (0, 1e6]", fmt::format("{}", rs.low_freq_factor));
   if (!std::isfinite(rs.high_freq_factor) || rs.high_freq_factor <= rs.low_freq_factor || rs.high_freq_factor > 1e6)
-    bad(p + ".high_freq_factor", fmt::format("a number in ({}, 1e6] (above low_freq_factor)", rs.low_freq_factor), fmt::format("{}", rs.high_freq_factor));
+    bad(p + ".high_freq_factor", fmt::format("a number in ({}, 1e6] (above low_freq_factor)", rs.low_freq_factor),
+        fmt::format("{}", rs.high_freq_factor));
   if (rs.original_max_position_embeddings < 1 || rs.original_max_position_embeddings > kMaxContextLength)
-    bad(p + ".original_max_position_embeddings", fmt::format("a token count in [1, {}]", kMaxContextLength), std::to_string(rs.original_max_position_embeddings));
+    bad(p + ".original_max_position_embeddings", fmt::format("a token count in [1, {}]", kMaxContextLength),
+        std::to_string(rs.original_max_position_embeddings));
 }
 
 std::vector<WeightTensor> tensors_from_hparams(const Hparams& hp) {
@@ -85,7 +92,8 @@ std::vector<WeightTensor> tensors_from_hparams(const Hparams& hp) {
   need(hp.num_kv_heads, "num_key_value_heads");
   need(hp.head_dim, "head_dim");
   if (hp.num_heads % hp.num_kv_heads != 0)
-    throw UsageError(fmt::format("model shape: num_attention_heads ({}) is not a multiple of num_key_value_heads ({})", hp.num_heads, hp.num_kv_heads));
+    throw UsageError(
+        fmt::format("model shape: num_attention_heads ({}) is not a multiple of num_key_value_heads ({})", hp.num_heads, hp.num_kv_heads));
 
   const std::uint64_t h = hp.hidden_size, q = hp.num_heads * hp.head_dim, kv = hp.num_kv_heads * hp.head_dim;
   const std::uint64_t experts = hp.num_experts > 0 ? hp.num_experts : 1;

@@ -94,8 +94,8 @@ struct ScaleGroup {
 };
 
 // Output MSE of the group's non-skipped linears when their weights are RTN(W * s) / s.
-double scaled_rtn_error(const LayerF32& layer, const std::vector<LinearId>& active, const std::vector<float>& s, const formats::QuantScheme& scheme,
-                        OutputError& oe) {
+double scaled_rtn_error(const LayerF32& layer, const std::vector<LinearId>& active, const std::vector<float>& s,
+                        const formats::QuantScheme& scheme, OutputError& oe) {
   const std::int64_t cols = static_cast<std::int64_t>(s.size());
   const std::int64_t g = scheme.effective_group(cols);
   double err = 0;
@@ -105,15 +105,18 @@ double scaled_rtn_error(const LayerF32& layer, const std::vector<LinearId>& acti
     const std::int64_t rows = layer.rows(id);
     const float* w = layer.weight(id).data();
     d.resize(static_cast<std::size_t>(rows * cols));
-    default_pool()->parallel_for(0, rows, [&](std::int64_t r0, std::int64_t r1, int) {
-      for (std::int64_t r = r0; r < r1; ++r) {
-        float* dr = d.data() + r * cols;
-        const float* wr = w + r * cols;
-        for (std::int64_t c = 0; c < cols; ++c) dr[c] = wr[c] * s[c];
-        for (std::int64_t c0 = 0; c0 < cols; c0 += g) fake_quant_group(dr + c0, std::min(g, cols - c0), scheme);
-        for (std::int64_t c = 0; c < cols; ++c) dr[c] = dr[c] / s[c] - wr[c];
-      }
-    }, 16);
+    default_pool()->parallel_for(
+        0, rows,
+        [&](std::int64_t r0, std::int64_t r1, int) {
+          for (std::int64_t r = r0; r < r1; ++r) {
+            float* dr = d.data() + r * cols;
+            const float* wr = w + r * cols;
+            for (std::int64_t c = 0; c < cols; ++c) dr[c] = wr[c] * s[c];
+            for (std::int64_t c0 = 0; c0 < cols; c0 += g) fake_quant_group(dr + c0, std::min(g, cols - c0), scheme);
+            for (std::int64_t c = 0; c < cols; ++c) dr[c] = dr[c] / s[c] - wr[c];
+          }
+        },
+        16);
     err += oe.total(d.data(), rows);
     total_rows += rows;
   }
@@ -186,7 +189,8 @@ AwqGroupReport search_scales(const LayerF32& layer, const LayerInputs& inputs, c
       best = s;
     }
   }
-  if (best.empty()) throw Error(fmt::format("AWQ: no finite output error in the scale search of {} (NaN in weights or inputs?)", group.name));
+  if (best.empty())
+    throw Error(fmt::format("AWQ: no finite output error in the scale search of {} (NaN in weights or inputs?)", group.name));
   rep.applied = true;
   rep.error_best = best_err;
   return rep;
@@ -274,8 +278,8 @@ AwqLayerReport awq_transform_layer(LayerF32& layer, LayerInputs& inputs, const f
       throw Error(fmt::format("AWQ: {} has {} weights, expected {}x{}", engine::linear_name(id), layer.weight(id).size(), layer.rows(id),
                               layer.cols(id)));
     if (static_cast<std::int64_t>(inputs.of(id).size()) != inputs.n * layer.cols(id))
-      throw Error(fmt::format("AWQ: the captured input of {} has {} values, expected {}x{}", engine::linear_name(id),
-                              inputs.of(id).size(), inputs.n, layer.cols(id)));
+      throw Error(fmt::format("AWQ: the captured input of {} has {} values, expected {}x{}", engine::linear_name(id), inputs.of(id).size(),
+                              inputs.n, layer.cols(id)));
   }
 
   std::vector<ScaleGroup> groups(4);

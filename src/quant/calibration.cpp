@@ -24,10 +24,12 @@ struct Builtin {
 };
 constexpr Builtin kBuiltins[] = {
     {"general", "English Wikipedia articles (CC BY-SA 4.0) from exllamav2 0.3.2's standard_cal_data/wiki.utf8"},
-    {"code", "Python and C++ source files of requests 2.32.3, click 8.1.7, jinja2 3.1.6, rich 13.9.4, pybind11 2.13.6 "
-             "(Apache-2.0, BSD-3-Clause, MIT)"},
-    {"chat", "conversations of chatterbot-corpus 1.3.3 (English, BSD-3-Clause) and chitchat-dataset 0.9.0 (MIT), "
-             "rendered with the model's chat template"},
+    {"code",
+     "Python and C++ source files of requests 2.32.3, click 8.1.7, jinja2 3.1.6, rich 13.9.4, pybind11 2.13.6 "
+     "(Apache-2.0, BSD-3-Clause, MIT)"},
+    {"chat",
+     "conversations of chatterbot-corpus 1.3.3 (English, BSD-3-Clause) and chitchat-dataset 0.9.0 (MIT), "
+     "rendered with the model's chat template"},
 };
 
 constexpr std::int64_t kMinSamples = 128, kMaxSamples = 512;
@@ -120,7 +122,8 @@ struct Resolved {
 };
 
 Resolved resolve_source(const std::string& source) {
-  if (source.empty()) throw UsageError("calibration_data is empty; expected a JSON/JSONL/text file or a built-in set (general, code, chat)");
+  if (source.empty())
+    throw UsageError("calibration_data is empty; expected a JSON/JSONL/text file or a built-in set (general, code, chat)");
   std::string name = source;
   for (std::string_view prefix : {"built-in:", "builtin:"})
     if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
@@ -134,8 +137,8 @@ Resolved resolve_source(const std::string& source) {
   }
   std::error_code ec;
   if (!std::filesystem::exists(source, ec)) {
-    std::string msg = "calibration data '" + source + "' not found: no such file, and not a built-in set (" +
-                      join(builtin_calibration_names()) + ")";
+    std::string msg =
+        "calibration data '" + source + "' not found: no such file, and not a built-in set (" + join(builtin_calibration_names()) + ")";
     if (const auto guess = closest_match(source, builtin_calibration_names())) msg += "; did you mean '" + *guess + "'?";
     throw UsageError(msg);
   }
@@ -194,8 +197,8 @@ CalibrationSet load_calibration(const CalibrationOptions& opt, const tok::Tokeni
   set.duplicates_removed = kept.exact;
   set.near_duplicates_removed = kept.near;
   if (kept.index.empty())
-    throw UsageError(fmt::format("{}: no usable text: {} records, {} empty, {} duplicates", src.path, read.total, read.empty,
-                                 kept.exact + kept.near));
+    throw UsageError(
+        fmt::format("{}: no usable text: {} records, {} empty, {} duplicates", src.path, read.total, read.empty, kept.exact + kept.near));
 
   Rng rng(opt.seed);
   std::vector<std::size_t>& order = kept.index;
@@ -243,11 +246,12 @@ CalibrationSet load_calibration(const CalibrationOptions& opt, const tok::Tokeni
       ++set.records_used;
     }
     if (set.samples.size() < num_samples)
-      set.warnings.push_back(fmt::format("{} usable records give {} samples where {} were asked for", kept.index.size(),
-                                         set.samples.size(), num_samples));
+      set.warnings.push_back(
+          fmt::format("{} usable records give {} samples where {} were asked for", kept.index.size(), set.samples.size(), num_samples));
     if (short_samples > 0)
-      set.warnings.push_back(fmt::format("{} of {} samples are shorter than max_seq_len {} (short records); calibration_pack: true fills every sample",
-                                         short_samples, set.samples.size(), seq_len));
+      set.warnings.push_back(
+          fmt::format("{} of {} samples are shorter than max_seq_len {} (short records); calibration_pack: true fills every sample",
+                      short_samples, set.samples.size(), seq_len));
   }
   if (set.samples.empty()) throw UsageError(src.path + ": no usable text: the records give no tokens");
   for (const auto& s : set.samples) set.tokens += static_cast<std::int64_t>(s.size());
@@ -261,8 +265,9 @@ CalibrationSet load_calibration(const CalibrationOptions& opt, const tok::Tokeni
                                        got, num_samples, seq_len, format_count(opt.num_samples * opt.seq_len)));
   }
   if (opt.num_samples < kMinSamples)
-    set.warnings.push_back(fmt::format("num_samples {} is below {}: the layer statistics GPTQ and AWQ estimate get noisy; {}-{} is the usual range",
-                                       opt.num_samples, kMinSamples, kMinSamples, kMaxSamples));
+    set.warnings.push_back(
+        fmt::format("num_samples {} is below {}: the layer statistics GPTQ and AWQ estimate get noisy; {}-{} is the usual range",
+                    opt.num_samples, kMinSamples, kMinSamples, kMaxSamples));
   if (opt.num_samples > kMaxSamples)
     set.warnings.push_back(fmt::format("num_samples {} is above {}: quantizing takes longer for little gain; {}-{} is the usual range",
                                        opt.num_samples, kMaxSamples, kMinSamples, kMaxSamples));
@@ -272,9 +277,10 @@ CalibrationSet load_calibration(const CalibrationOptions& opt, const tok::Tokeni
     removed += fmt::format(", {} duplicates and {} near-duplicates removed", format_count(set.duplicates_removed),
                            format_count(set.near_duplicates_removed));
   if (set.empty_skipped) removed += fmt::format(", {} empty skipped", format_count(set.empty_skipped));
-  const std::string what = set.builtin ? fmt::format("built-in {}: {}; {} records", src.builtin->name, src.builtin->provenance, format_count(set.records))
-                                       : fmt::format("{} ({}{}): {} records", src.path, read.format,
-                                                     read.format == "text paragraphs" ? "" : ", field " + opt.text_field, format_count(set.records));
+  const std::string what =
+      set.builtin ? fmt::format("built-in {}: {}; {} records", src.builtin->name, src.builtin->provenance, format_count(set.records))
+                  : fmt::format("{} ({}{}): {} records", src.path, read.format,
+                                read.format == "text paragraphs" ? "" : ", field " + opt.text_field, format_count(set.records));
   set.description = fmt::format("{}{}; {} {} samples, {} tokens from {} records", what, removed, set.samples.size(),
                                 opt.pack ? "packed" : "truncated", format_count(set.tokens), format_count(set.records_used));
   return set;

@@ -23,8 +23,7 @@ using nlohmann::json;
 std::string parse_message(const json::exception& e) {
   std::string_view what = e.what();
   if (const auto p = what.find("] "); !what.empty() && what.front() == '[' && p != std::string_view::npos) what.remove_prefix(p + 2);
-  if (const auto p = what.find(": "); what.substr(0, 15) == "parse error at " && p != std::string_view::npos)
-    what.remove_prefix(p + 2);
+  if (const auto p = what.find(": "); what.substr(0, 15) == "parse error at " && p != std::string_view::npos) what.remove_prefix(p + 2);
   // "last read: '...'" quotes the input's bytes, which may be binary or broken UTF-8.
   std::string msg(what);
   for (char& c : msg)
@@ -68,8 +67,7 @@ class ChatRenderer {
       using Kind = tok::ChatTemplateError::Kind;
       // raise_exception() is the template refusing the data (roles that do not alternate): the user's
       // to fix. A runtime failure may be ours.
-      if (e.kind() == Kind::kRaised)
-        throw UsageError(where + ": the model's chat template rejects this record's messages: " + e.message());
+      if (e.kind() == Kind::kRaised) throw UsageError(where + ": the model's chat template rejects this record's messages: " + e.message());
       if (e.kind() == Kind::kRuntime || e.kind() == Kind::kLimit)
         throw Error(where + ": the model's chat template fails on this record's messages: " + e.what());
       // ChatML instead would calibrate on prompts the model was not trained on.
@@ -103,14 +101,17 @@ class Extractor {
  private:
   std::optional<CalibrationRecord> extract(const json& v, const std::string& where) {
     if (v.is_string()) return CalibrationRecord{v.get<std::string>(), false};
-    if (!v.is_object())
-      throw UsageError(where + ": the record is " + article(v) + "; expected a string or an object with a text field");
+    if (!v.is_object()) throw UsageError(where + ": the record is " + article(v) + "; expected a string or an object with a text field");
     std::string field = field_;
     if (field == "auto") {
-      if (v.contains("text")) field = "text";
-      else if (v.contains("messages")) field = "messages";
-      else if (v.contains("prompt") && v.contains("completion")) field = "prompt+completion";
-      else if (v.contains("conversations")) field = "conversations";
+      if (v.contains("text"))
+        field = "text";
+      else if (v.contains("messages"))
+        field = "messages";
+      else if (v.contains("prompt") && v.contains("completion"))
+        field = "prompt+completion";
+      else if (v.contains("conversations"))
+        field = "conversations";
       else
         throw UsageError(where + ": the record has none of text, messages, prompt+completion (" + field_list(v) +
                          "); set calibration_field to the field that holds the text");
@@ -238,10 +239,8 @@ void read_paragraphs(std::string_view text, CalibrationRecords& out) {
 
 }  // namespace
 
-CalibrationRecords read_calibration_records(const std::string& path, const std::string& text_field,
-                                            const tok::ModelChatTemplate& chat) {
-  if (std::filesystem::is_directory(path))
-    throw UsageError(path + ": is a directory; expected a JSON, JSONL or text calibration file");
+CalibrationRecords read_calibration_records(const std::string& path, const std::string& text_field, const tok::ModelChatTemplate& chat) {
+  if (std::filesystem::is_directory(path)) throw UsageError(path + ": is a directory; expected a JSON, JSONL or text calibration file");
   const MappedFile file(path);
   std::string_view text(file.size() ? reinterpret_cast<const char*>(file.data()) : "", file.size());
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
@@ -256,8 +255,9 @@ CalibrationRecords read_calibration_records(const std::string& path, const std::
   const bool text_content = first != std::string_view::npos && text[first] != '[' && text[first] != '{' && text[first] != '"';
 
   if (first == std::string_view::npos) {
-    throw UsageError(path + ": the file is empty; expected " + (text_name ? std::string("plain text (paragraphs separated by blank lines)")
-                                                                          : std::string("a JSON array of strings or objects, or JSONL (one record per line)")));
+    throw UsageError(path + ": the file is empty; expected " +
+                     (text_name ? std::string("plain text (paragraphs separated by blank lines)")
+                                : std::string("a JSON array of strings or objects, or JSONL (one record per line)")));
   } else if (text_name || (text_content && !jsonl_name && ext != ".json")) {
     out.format = "text paragraphs";
     read_paragraphs(text, out);
@@ -281,10 +281,10 @@ CalibrationRecords read_calibration_records(const std::string& path, const std::
     if (!jsonl_name && text.substr(first, last - first).find('\n') != std::string_view::npos) {
       try {
         const json doc = json::parse(text);
-        throw UsageError(path + ": the top-level JSON value is " + (doc.is_object() ? "an object (" + field_list(doc) + ")" : std::string("a ") + doc.type_name()) +
+        throw UsageError(path + ": the top-level JSON value is " +
+                         (doc.is_object() ? "an object (" + field_list(doc) + ")" : std::string("a ") + doc.type_name()) +
                          "; expected an array of strings or objects, or JSONL (one record per line)");
-      } catch (const json::exception&) {
-      }
+      } catch (const json::exception&) {}
     }
     read_jsonl(text, path, ex);
   } else {
@@ -294,7 +294,8 @@ CalibrationRecords read_calibration_records(const std::string& path, const std::
     throw UsageError(path + ": not JSON or JSONL (it starts with \"" + start +
                      "\"); expected a JSON array of strings or objects, or JSONL (one record per line); name a plain-text file .txt");
   }
-  if (out.total == 0 && out.format == "text paragraphs") throw UsageError(path + ": no paragraphs of text; expected paragraphs separated by blank lines");
+  if (out.total == 0 && out.format == "text paragraphs")
+    throw UsageError(path + ": no paragraphs of text; expected paragraphs separated by blank lines");
   if (out.total == 0) throw UsageError(path + ": no records; expected a JSON array of strings or objects, or JSONL (one record per line)");
   return out;
 }

@@ -23,7 +23,6 @@ struct CalibrationRecords {
 
 // Throws UsageError naming `path` and the JSONL line or JSON record when the file is not what is
 // expected or the chat template rejects a record; Error when the template fails in another way.
-CalibrationRecords read_calibration_records(const std::string& path, const std::string& text_field,
-                                            const tok::ModelChatTemplate& chat);
+CalibrationRecords read_calibration_records(const std::string& path, const std::string& text_field, const tok::ModelChatTemplate& chat);
 
 }  // namespace mo::quant::detail

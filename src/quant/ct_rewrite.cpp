@@ -47,8 +47,10 @@ void check_g_idx(const st::TensorView& t, const std::string& module, int group_s
   const auto* g = reinterpret_cast<const std::int32_t*>(t.data);
   for (std::int64_t i = 0; i < in; ++i)
     if (g[i] != i / G)
-      throw Error(fmt::format("{}: g_idx[{}] = {} is not {} / {}: act-order groups cannot be written as compressed-tensors pack-quantized "
-                              "(use checkpoint_format gptq)", module, i, g[i], i, G));
+      throw Error(
+          fmt::format("{}: g_idx[{}] = {} is not {} / {}: act-order groups cannot be written as compressed-tensors pack-quantized "
+                      "(use checkpoint_format gptq)",
+                      module, i, g[i], i, G));
 }
 
 }  // namespace
@@ -77,18 +79,22 @@ CtRewrite rewrite_gptq_as_compressed_tensors(const std::string& dir, const std::
         }
         const LinearDecision& d = *it->second;
         out.bytes_change[module] -= static_cast<std::int64_t>(t.nbytes);
-        if (t.shape.size() != (field == "g_idx" ? 1u : 2u)) throw Error(fmt::format("{}: {} has an unexpected shape", path.string(), t.name));
+        if (t.shape.size() != (field == "g_idx" ? 1u : 2u))
+          throw Error(fmt::format("{}: {} has an unexpected shape", path.string(), t.name));
         if (field == "qweight") {  // [in*bits/32, out] -> [out, in*bits/32]
           const std::int64_t in_features = t.shape[0] * 32 / d.bits, out_features = t.shape[1];
-          r.add(module + ".weight_packed", st::Dtype::I32, {t.shape[1], t.shape[0]}, formats::transpose_elements(t.data, t.shape[0], t.shape[1], 4));
+          r.add(module + ".weight_packed", st::Dtype::I32, {t.shape[1], t.shape[0]},
+                formats::transpose_elements(t.data, t.shape[0], t.shape[1], 4));
           const std::vector<std::int64_t> shape = {out_features, in_features};
           std::vector<std::uint8_t> bytes(sizeof(std::int64_t) * 2);
           std::memcpy(bytes.data(), shape.data(), bytes.size());
           r.add(module + ".weight_shape", st::Dtype::I64, {2}, std::move(bytes));
         } else if (field == "scales") {  // [groups, out] -> [out, groups]
-          r.add(module + ".weight_scale", st::Dtype::F16, {t.shape[1], t.shape[0]}, formats::transpose_elements(t.data, t.shape[0], t.shape[1], 2));
+          r.add(module + ".weight_scale", st::Dtype::F16, {t.shape[1], t.shape[0]},
+                formats::transpose_elements(t.data, t.shape[0], t.shape[1], 2));
         } else if (field == "qzeros" && !d.sym) {  // v2 true zeros [groups, out*bits/32] -> [out*bits/32, groups]
-          r.add(module + ".weight_zero_point", st::Dtype::I32, {t.shape[1], t.shape[0]}, formats::transpose_elements(t.data, t.shape[0], t.shape[1], 4));
+          r.add(module + ".weight_zero_point", st::Dtype::I32, {t.shape[1], t.shape[0]},
+                formats::transpose_elements(t.data, t.shape[0], t.shape[1], 4));
         } else if (field == "g_idx") {
           check_g_idx(t, module, d.group_size);
         }

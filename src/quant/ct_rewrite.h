@@ -15,7 +15,7 @@ namespace mo::quant {
 
 struct CtRewrite {
   std::map<std::string, std::int64_t> bytes_change;  // per quantized module: stored bytes now minus before
-  std::uint64_t total_bytes = 0;                      // all tensor data in the directory
+  std::uint64_t total_bytes = 0;                     // all tensor data in the directory
 };
 
 // Per quantized module <m> (bits, group and sym from its decision): <m>.qweight -> <m>.weight_packed and

@@ -44,7 +44,6 @@ namespace fs = std::filesystem;
 using gguf::Value;
 using model::Role;
 
-
 std::string type_name(std::uint32_t type) {
   const auto* info = ggml_type_info(type);
   return info ? info->name : fmt::format("type{}", type);
@@ -80,8 +79,8 @@ struct Planned {
 };
 
 // Why `t` is not stored as the file type's base type: a mixing rule, a row-length fallback, or both.
-std::string type_reason(const std::string& format, const model::WeightTensor& t, const model::Hparams& hp, bool imatrix,
-                        std::uint32_t base, std::uint32_t chosen) {
+std::string type_reason(const std::string& format, const model::WeightTensor& t, const model::Hparams& hp, bool imatrix, std::uint32_t base,
+                        std::uint32_t chosen) {
   if (chosen == base) return "";
   model::WeightTensor whole = t;
   whole.cols = 256 * 32;  // any row length the block types divide: the rule without its fallback
@@ -116,7 +115,8 @@ std::vector<float> decode_f32(const model::StoredTensor& t, const model::Hparams
   return f;
 }
 
-std::vector<std::uint8_t> quantize_tensor(const std::vector<float>& f, std::uint64_t cols, std::uint32_t type, const std::vector<float>& imp) {
+std::vector<std::uint8_t> quantize_tensor(const std::vector<float>& f, std::uint64_t cols, std::uint32_t type,
+                                          const std::vector<float>& imp) {
   const std::int64_t rows = static_cast<std::int64_t>(f.size() / cols);
   const std::size_t row_bytes = ggml_row_bytes(type, cols);
   std::vector<std::uint8_t> out(row_bytes * static_cast<std::size_t>(rows));
@@ -172,7 +172,7 @@ void write_decisions(const std::string& path, const std::vector<Planned>& plan) 
     if (!p.has_decision) continue;
     const LinearDecision& d = p.decision;
     nlohmann::json j = {{"module", d.module}, {"tensor", p.src->name}, {"layer", d.layer}, {"requested", d.requested},
-                        {"format", d.format}, {"reason", d.reason}, {"bytes", d.bytes}};
+                        {"format", d.format}, {"reason", d.reason},    {"bytes", d.bytes}};
     out << j.dump() << "\n";
   }
   if (!out) throw Error(fmt::format("{}: cannot write the decision log", path));
@@ -206,7 +206,8 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
   rep.input_bytes = files.total_bytes();
   if (files.gguf()) {
     for (const auto& t : files.tensors())
-      if (t.ggml_type && *t.ggml_type != ggml_id(GgmlType::F32) && *t.ggml_type != ggml_id(GgmlType::F16) && *t.ggml_type != ggml_id(GgmlType::BF16)) {
+      if (t.ggml_type && *t.ggml_type != ggml_id(GgmlType::F32) && *t.ggml_type != ggml_id(GgmlType::F16) &&
+          *t.ggml_type != ggml_id(GgmlType::BF16)) {
         rep.notes.push_back(fmt::format("{} is already quantized ({}): requantizing loses more accuracy than quantizing the 16-bit model",
                                         cfg.model_path, t.dtype));
         break;
@@ -216,7 +217,8 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
             cfg.output_path, rep.method);
 
   // The file type's own matrix type (what a 256-wide attn_q gets): what every decision is measured against.
-  const std::uint32_t base = model::gguf_tensor_type(cfg.gguf_type, model::WeightTensor{"blk.0.attn_q.weight", Role::attn_q, 0, 256, 256, {}}, hp);
+  const std::uint32_t base =
+      model::gguf_tensor_type(cfg.gguf_type, model::WeightTensor{"blk.0.attn_q.weight", Role::attn_q, 0, 256, 256, {}}, hp);
   const bool block_type = base != ggml_id(GgmlType::F16) && base != ggml_id(GgmlType::BF16);
   // Q8_0's rounding is plain nearest, with or without importance (as in llama.cpp).
   ImatrixChoice im = choose_imatrix(cfg, src, block_type && base != ggml_id(GgmlType::Q8_0), rep);
@@ -295,8 +297,9 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
       if (im.used && p.type != ggml_id(GgmlType::F32) && p.type != ggml_id(GgmlType::F16)) {
         imp = im.m.importance(p.src->name);
         if (!imp.empty() && imp.size() != cols)
-          throw UsageError(fmt::format("imatrix: '{}' has {} columns but the model's tensor has {}; the importance matrix is for another model",
-                                       p.src->name, imp.size(), cols));
+          throw UsageError(
+              fmt::format("imatrix: '{}' has {} columns but the model's tensor has {}; the importance matrix is for another model",
+                          p.src->name, imp.size(), cols));
         if (imp.empty() && p.decision.layer >= 0) ++missing_importance;
       }
       std::vector<std::uint8_t> q = quantize_tensor(f, cols, p.type, imp);
@@ -315,7 +318,8 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
   {
     MappedFile data(scratch.path);
     for (std::size_t i = 0; i < plan.size(); ++i)
-      w.add_tensor(plan[i].src->name, plan[i].src->ne, plan[i].type, std::span<const std::uint8_t>(data.data() + spans[i].first, spans[i].second));
+      w.add_tensor(plan[i].src->name, plan[i].src->ne, plan[i].type,
+                   std::span<const std::uint8_t>(data.data() + spans[i].first, spans[i].second));
     if (!rope_factors.empty())
       w.add_tensor("rope_freqs.weight", {rope_factors.size()}, ggml_id(GgmlType::F32),
                    std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(rope_factors.data()), rope_factors.size() * 4));

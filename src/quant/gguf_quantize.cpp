@@ -33,12 +33,20 @@ void convert_row(const float* src, void* dst, std::int64_t n) {
 
 bool gguf_can_quantize(std::uint32_t type) {
   switch (static_cast<GgmlType>(type)) {
-    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
-    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
-    case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
-      return true;
-    default:
-      return false;
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q8_0:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return true;
+    default: return false;
   }
 }
 
@@ -46,8 +54,7 @@ void gguf_quantize_row(std::uint32_t type, const float* src, void* dst, std::int
   if (!gguf_can_quantize(type)) throw Error(fmt::format("cannot quantize to {}", type_label(type)));
   const std::uint32_t block = ggml_type_info(type)->block_size;
   if (n < 0 || n % block != 0) {
-    throw Error(fmt::format("cannot quantize {} weights to {}: not a multiple of its block size {}", n,
-                            type_label(type), block));
+    throw Error(fmt::format("cannot quantize {} weights to {}: not a multiple of its block size {}", n, type_label(type), block));
   }
   using namespace detail;
   switch (static_cast<GgmlType>(type)) {

@@ -16,8 +16,7 @@ namespace {
 void pack_2bit(const std::uint8_t* L, std::uint8_t* qs) {
   for (int j = 0; j < formats::QK_K; j += 128) {
     for (int l = 0; l < 32; ++l) {
-      qs[j / 4 + l] =
-          static_cast<std::uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+      qs[j / 4 + l] = static_cast<std::uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
     }
   }
 }

@@ -27,8 +27,8 @@ void pack_scales_k4(std::uint8_t* scales, int j, std::uint8_t ls, std::uint8_t l
 
 // The reference quantizers' sub-block pass: weights av_x + |x| with av_x the sub-block's RMS, then
 // 6-bit scales and mins against the largest of each.
-void ref_scales(const float* x, int nmax, float rmin, float rdelta, int nstep, std::uint8_t* L, std::uint8_t* scales,
-                std::uint16_t& d, std::uint16_t& dmin) {
+void ref_scales(const float* x, int nmax, float rmin, float rdelta, int nstep, std::uint8_t* L, std::uint8_t* scales, std::uint16_t& d,
+                std::uint16_t& dmin) {
   std::uint8_t Laux[32];
   float weights[32];
   float mins[formats::QK_K / 32];
@@ -58,8 +58,8 @@ void ref_scales(const float* x, int nmax, float rmin, float rdelta, int nstep, s
 
 // The importance pass: weights qw * sqrt(sigma2 + x^2) with sigma2 twice the super-block's mean
 // square, the qkx3 search, then the scales and mins fitted by make_qp_quants.
-void impl_scales(const float* x, const float* qw_block, int nmax, bool clamp_scales, std::uint8_t* L,
-                 std::uint8_t* scales, std::uint16_t& d, std::uint16_t& dmin) {
+void impl_scales(const float* x, const float* qw_block, int nmax, bool clamp_scales, std::uint8_t* L, std::uint8_t* scales,
+                 std::uint16_t& d, std::uint16_t& dmin) {
   std::uint8_t Laux[32];
   std::uint8_t Ls[formats::QK_K / 32];
   std::uint8_t Lm[formats::QK_K / 32];
@@ -90,8 +90,7 @@ void impl_scales(const float* x, const float* qw_block, int nmax, bool clamp_sca
 }
 
 // Every weight re-rounded against the f16 scale and min it will be decoded with.
-void requantize_k4(const float* x, int nmax, const std::uint8_t* scales, std::uint16_t d16, std::uint16_t dmin16,
-                   std::uint8_t* L) {
+void requantize_k4(const float* x, int nmax, const std::uint8_t* scales, std::uint16_t d16, std::uint16_t dmin16, std::uint8_t* L) {
   for (int j = 0; j < formats::QK_K / 32; ++j) {
     std::uint8_t sc, m;
     formats::scale_min_k4(j, scales, sc, m);

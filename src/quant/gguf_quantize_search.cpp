@@ -111,8 +111,7 @@ float make_q3_quants(int n, int nmax, const float* x, std::int8_t* L) {
 namespace {
 
 // The error of one candidate (scale, min) over levels L, as the search loops of qkx2/qkx3 sum it.
-float weighted_error(int n, const float* x, const float* weights, const std::uint8_t* L, float scale, float min,
-                     bool use_mad) {
+float weighted_error(int n, const float* x, const float* weights, const std::uint8_t* L, float scale, float min, bool use_mad) {
   float err = 0;
   for (int i = 0; i < n; ++i) {
     float diff = scale * static_cast<float>(L[i]) + min - x[i];
@@ -125,8 +124,8 @@ float weighted_error(int n, const float* x, const float* weights, const std::uin
 // qkx2 and qkx3 differ only in their degenerate-range test and in how a candidate level is rounded;
 // kQkx3 selects ggml's make_qkx3_quants behaviour.
 template <bool kQkx3>
-float make_qkx_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min,
-                      std::uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+float make_qkx_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min, std::uint8_t* Laux,
+                      float rmin, float rdelta, int nstep, bool use_mad) {
   float min = x[0];
   float max = x[0];
   float sum_w = weights[0];
@@ -197,13 +196,13 @@ float make_qkx_quants(int n, int nmax, const float* x, const float* weights, std
 
 }  // namespace
 
-float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min,
-                       std::uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min, std::uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad) {
   return make_qkx_quants<false>(n, nmax, x, weights, L, the_min, Laux, rmin, rdelta, nstep, use_mad);
 }
 
-float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min,
-                       std::uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min, std::uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad) {
   return make_qkx_quants<true>(n, nmax, x, weights, L, the_min, Laux, rmin, rdelta, nstep, use_mad);
 }
 

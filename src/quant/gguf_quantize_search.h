@@ -32,9 +32,13 @@ inline int nearest_int(float x) {
 
 // ggml's MIN/MAX macros: `a < b ? a : b`, which differs from std::min/max only for NaN.
 template <typename T>
-constexpr T gmin(T a, T b) { return a < b ? a : b; }
+constexpr T gmin(T a, T b) {
+  return a < b ? a : b;
+}
 template <typename T>
-constexpr T gmax(T a, T b) { return a > b ? a : b; }
+constexpr T gmax(T a, T b) {
+  return a > b ? a : b;
+}
 
 // GGML_FP32_TO_FP16 (round to nearest even) and back.
 inline std::uint16_t fp16(float f) { return f32_to_f16(f); }
@@ -56,10 +60,10 @@ float make_q3_quants(int n, int nmax, const float* x, std::int8_t* L);
 // Asymmetric searches: x ~ scale * L[i] - the_min with L[i] in [0, nmax]. qkx2 is the reference
 // quantizers' (mean absolute or squared error), qkx3 the importance-weighted one; `weights` is never
 // null. Laux is n bytes of scratch.
-float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min,
-                       std::uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad);
-float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min,
-                       std::uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad);
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min, std::uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad);
+float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min, std::uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad);
 
 // Quantizes non-negative sub-block scales (or mins) x to L[i] in [0, nmax] against one super-block
 // scale, weighted by quant_weights; returns that scale.

@@ -23,8 +23,8 @@ void HessianAccumulator::add(const float* x, std::int64_t n) {
   const std::int64_t d = dim_;
   // The batch's X^T X in f32 (BLAS speed), then folded into the f64 running mean.
   std::unique_ptr<float[]> g(new float[static_cast<std::size_t>(d * d)]);
-  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(d), static_cast<int>(n), 1.0f, x, static_cast<int>(d),
-              0.0f, g.get(), static_cast<int>(d));
+  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(d), static_cast<int>(n), 1.0f, x, static_cast<int>(d), 0.0f, g.get(),
+              static_cast<int>(d));
   const double keep = static_cast<double>(tokens_) / static_cast<double>(tokens_ + n);
   tokens_ += n;
   const double a = 2.0 / static_cast<double>(tokens_);
@@ -54,8 +54,7 @@ bool inverse_cholesky_upper(std::vector<double>& a, std::int64_t n) {
 
 GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, const HessianAccumulator& hessian,
                          const formats::QuantScheme& scheme, const GptqOptions& options) {
-  if (hessian.dim() != cols)
-    throw Error(fmt::format("GPTQ: Hessian is {0}x{0} but the weight has {1} input columns", hessian.dim(), cols));
+  if (hessian.dim() != cols) throw Error(fmt::format("GPTQ: Hessian is {0}x{0} but the weight has {1} input columns", hessian.dim(), cols));
   if (hessian.tokens() == 0) throw Error("GPTQ: the Hessian saw no calibration tokens");
   const std::int64_t gsize = scheme.effective_group(cols);
   const bool grouped = scheme.group_size > 0;
@@ -120,9 +119,10 @@ GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, c
     ok = inverse_cholesky_upper(u, cols);
   }
   if (!ok)
-    throw Error(fmt::format("GPTQ: the Hessian ({0}x{0}) is not positive definite even with dampening {1:g} "
-                            "(NaN or inf in the calibration inputs?)",
-                            cols, damp));
+    throw Error(
+        fmt::format("GPTQ: the Hessian ({0}x{0}) is not positive definite even with dampening {1:g} "
+                    "(NaN or inf in the calibration inputs?)",
+                    cols, damp));
   res.damp_used = damp;
   std::vector<float> uf(u.begin(), u.end());
   u.clear();
@@ -159,8 +159,8 @@ GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, c
         loss += static_cast<double>(e) * e;
       }
       if (i + 1 < count)
-        cblas_sger(CblasRowMajor, static_cast<int>(count - i - 1), static_cast<int>(rows), -1.0f, uf.data() + c * cols + c + 1, 1,
-                   ec, 1, wc + rows, static_cast<int>(rows));
+        cblas_sger(CblasRowMajor, static_cast<int>(count - i - 1), static_cast<int>(rows), -1.0f, uf.data() + c * cols + c + 1, 1, ec, 1,
+                   wc + rows, static_cast<int>(rows));
     }
     // Lazy batch update: the block's errors reach all later columns in one GEMM.
     if (i2 < cols)

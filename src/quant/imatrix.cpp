@@ -20,7 +20,6 @@ namespace {
 using engine::LinearId;
 using gguf::Value;
 
-
 std::vector<std::uint8_t> f32_bytes(const std::vector<float>& v) {
   std::vector<std::uint8_t> b(v.size() * sizeof(float));
   std::memcpy(b.data(), v.data(), b.size());
@@ -89,7 +88,8 @@ Imatrix read_legacy(const std::string& path) {
     if (nval <= 0) throw Error(fmt::format("{}: entry '{}': {} values", path, name, nval));
     ImatrixEntry e;
     e.in_sum2.resize(static_cast<std::size_t>(nval));
-    if (!in.read(reinterpret_cast<char*>(e.in_sum2.data()), 4LL * nval)) throw Error(fmt::format("{}: entry '{}' is truncated", path, name));
+    if (!in.read(reinterpret_cast<char*>(e.in_sum2.data()), 4LL * nval))
+      throw Error(fmt::format("{}: entry '{}' is truncated", path, name));
     e.counts = {static_cast<float>(ncall)};
     m.entries[name] = std::move(e);
   }

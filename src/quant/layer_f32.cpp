@@ -24,9 +24,12 @@ const std::vector<float>& LayerF32::weight(LinearId id) const {
 std::int64_t LayerF32::rows(LinearId id) const {
   switch (id) {
     case LinearId::q: return q_dim;
-    case LinearId::k: case LinearId::v: return kv_dim;
-    case LinearId::o: case LinearId::down: return hidden;
-    case LinearId::gate: case LinearId::up: return ffn;
+    case LinearId::k:
+    case LinearId::v: return kv_dim;
+    case LinearId::o:
+    case LinearId::down: return hidden;
+    case LinearId::gate:
+    case LinearId::up: return ffn;
   }
   return 0;
 }
@@ -48,14 +51,13 @@ LayerF32 LayerF32::dims_of(const model::Hparams& hp) {
   return w;
 }
 
-std::vector<float>& LayerInputs::of(LinearId id) {
-  return const_cast<std::vector<float>&>(static_cast<const LayerInputs*>(this)->of(id));
-}
+std::vector<float>& LayerInputs::of(LinearId id) { return const_cast<std::vector<float>&>(static_cast<const LayerInputs*>(this)->of(id)); }
 
 const std::vector<float>& LayerInputs::of(LinearId id) const {
   switch (id) {
     case LinearId::o: return o_in;
-    case LinearId::gate: case LinearId::up: return mlp_in;
+    case LinearId::gate:
+    case LinearId::up: return mlp_in;
     case LinearId::down: return down_in;
     default: return attn_in;
   }

@@ -15,7 +15,8 @@ bool packs(OutputLayout layout, std::int64_t rows, std::int64_t cols, int bits) 
 
 std::string why_not_packed(OutputLayout layout, std::int64_t rows, std::int64_t cols, int bits) {
   if (layout == OutputLayout::awq_gemm)
-    return bits != 4 ? "AWQ GEMM holds only 4-bit weights" : fmt::format("out_features {} is not a multiple of 8 (AWQ packs 8 outputs per int32)", rows);
+    return bits != 4 ? "AWQ GEMM holds only 4-bit weights"
+                     : fmt::format("out_features {} is not a multiple of 8 (AWQ packs 8 outputs per int32)", rows);
   return fmt::format("GPTQ packs {} {}-bit values per int32 and in_features {} / out_features {} are not multiples of {}", 32 / bits, bits,
                      cols, rows, 32 / bits);
 }
@@ -29,7 +30,8 @@ std::string LinearPlan::label() const {
                      scheme.sym ? "" : " asym");
 }
 
-LinearPlan plan_linear(OutputLayout layout, std::int64_t rows, std::int64_t cols, int bits, int group_size, bool sym, bool fp8_per_channel) {
+LinearPlan plan_linear(OutputLayout layout, std::int64_t rows, std::int64_t cols, int bits, int group_size, bool sym,
+                       bool fp8_per_channel) {
   LinearPlan p;
   if (bits >= 16) return p;
   if (layout == OutputLayout::fp8) {

@@ -29,10 +29,10 @@ struct StageCaptured {};
 struct Capture {
   LayerInputs in;
   std::int64_t stride = 1, cap = 0;
-  std::vector<std::int64_t> rows;                // the current sample's rows to keep
-  std::unique_ptr<HessianAccumulator> hessian;   // of hessian_of's input
+  std::vector<std::int64_t> rows;               // the current sample's rows to keep
+  std::unique_ptr<HessianAccumulator> hessian;  // of hessian_of's input
   LinearId hessian_of = LinearId::q;
-  bool stop_at_hessian = false;                  // a GPTQ stage needs nothing past its own input
+  bool stop_at_hessian = false;  // a GPTQ stage needs nothing past its own input
 
   void begin_sample(std::int64_t first, std::int64_t n) {
     rows.clear();
@@ -54,9 +54,12 @@ struct Capture {
 constexpr LinearId kStageInput[] = {LinearId::q, LinearId::o, LinearId::gate, LinearId::down};
 int stage_of(LinearId id) {
   switch (id) {
-    case LinearId::q: case LinearId::k: case LinearId::v: return 0;
+    case LinearId::q:
+    case LinearId::k:
+    case LinearId::v: return 0;
     case LinearId::o: return 1;
-    case LinearId::gate: case LinearId::up: return 2;
+    case LinearId::gate:
+    case LinearId::up: return 2;
     default: return 3;
   }
 }
@@ -71,7 +74,8 @@ Capture new_capture(std::int64_t total, const PipelineSettings& s, bool need_inp
   return cap;
 }
 
-void run_all(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts, Capture* cap, bool keep_output) {
+void run_all(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts, Capture* cap,
+             bool keep_output) {
   const std::int64_t h = src.hp().hidden_size;
   const std::int64_t total = static_cast<std::int64_t>(hidden.size()) / h;
   std::vector<float> tmp;
@@ -86,8 +90,7 @@ void run_all(SourceModel& src, int layer, std::vector<float>& hidden, const std:
       tmp.assign(rows, rows + n * h);
       try {
         src.engine().run_layer(layer, tmp.data(), n, 0, cap ? &obs : nullptr);
-      } catch (const StageCaptured&) {
-      }
+      } catch (const StageCaptured&) {}
     }
     if (cap) cap->end_sample();
   }
@@ -101,7 +104,8 @@ void quantize_as(QuantizedModule& m, const std::vector<float>& w, std::int64_t r
   m.f8 = {};
   m.f16.clear();
   if (plan.kind == LinearPlan::integer) {
-    m.q = (s.method == Method::gptq && h) ? gptq_quantize(w.data(), rows, cols, *h, plan.scheme, s.gptq).q : quantize_rtn(w.data(), rows, cols, plan.scheme);
+    m.q = (s.method == Method::gptq && h) ? gptq_quantize(w.data(), rows, cols, *h, plan.scheme, s.gptq).q
+                                          : quantize_rtn(w.data(), rows, cols, plan.scheme);
   } else if (plan.kind == LinearPlan::fp8) {
     m.f8 = formats::quantize_fp8(w.data(), rows, cols, plan.scheme.group_size != 0);
   } else {
@@ -195,7 +199,8 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
   }
   for (int g = 0; g < 2; ++g)
     unify_group(g, plans, [&](int i, int top) {
-      dec[i].reason = fmt::format("vLLM fuses it into {} with {}, which is {}: same format", fused_label(g), dec[top].module, plans[top].label());
+      dec[i].reason =
+          fmt::format("vLLM fuses it into {} with {}, which is {}: same format", fused_label(g), dec[top].module, plans[top].label());
     });
   if (s.method == Method::awq) {
     bool skip[7];
@@ -246,7 +251,8 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
                                   : plan_linear(s.layout, rows, cols, s.fallback_bits, s.group_size, s.sym, s.fp8_per_channel);
         const std::string why = s.layout == OutputLayout::gptq || s.fallback_bits >= 16
                                     ? ""
-                                    : fmt::format(" ({} cannot hold INT{})", s.layout == OutputLayout::awq_gemm ? "AWQ GEMM" : "the FP8 format", s.fallback_bits);
+                                    : fmt::format(" ({} cannot hold INT{})",
+                                                  s.layout == OutputLayout::awq_gemm ? "AWQ GEMM" : "the FP8 format", s.fallback_bits);
         d.cosine_requested = d.cosine;
         d.reason = fmt::format("cos {:.4f} < {} at {}, fell back to {}{}", d.cosine, s.threshold, plans[i].label(), fb.label(), why);
         plans[i] = fb;
@@ -258,8 +264,8 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
       const int g = stage == 0 ? 0 : 1;
       unify_group(g, plans, [&](int i, int top) {
         dec[i].cosine_requested = dec[i].cosine;
-        dec[i].reason = fmt::format("vLLM fuses it into {} with {}, which fell back to {}: same format (own cos at {} {:.4f})", fused_label(g),
-                                    dec[top].module, plans[top].label(), plans[i].label(), dec[i].cosine);
+        dec[i].reason = fmt::format("vLLM fuses it into {} with {}, which fell back to {}: same format (own cos at {} {:.4f})",
+                                    fused_label(g), dec[top].module, plans[top].label(), plans[i].label(), dec[i].cosine);
         quantize(kAllLinears[i], plans[top]);
       });
     }

@@ -23,7 +23,7 @@ struct PipelineSettings {
   int bits = 4, group_size = 128, fallback_bits = 8;
   bool sym = true, fp8_per_channel = true;
   bool sensitivity_check = true;
-  double threshold = 0.98;     // output cosine below this falls back
+  double threshold = 0.98;  // output cosine below this falls back
   GptqOptions gptq;
   AwqOptions awq;
   LayerSelector skip;
@@ -33,9 +33,9 @@ struct PipelineSettings {
 struct QuantizedModule {
   engine::LinearId id = engine::LinearId::q;
   LinearPlan plan;
-  formats::QuantizedLinear q;         // plan.kind == integer
-  formats::Fp8Linear f8;              // plan.kind == fp8
-  std::vector<float> f16;    // plan.kind == f16: the weights, already rounded to f16
+  formats::QuantizedLinear q;  // plan.kind == integer
+  formats::Fp8Linear f8;       // plan.kind == fp8
+  std::vector<float> f16;      // plan.kind == f16: the weights, already rounded to f16
 };
 
 struct LayerOutcome {

@@ -54,8 +54,7 @@ LayerSelector::LayerSelector(const std::vector<std::string>& patterns, const std
     } else {
       p.glob = text;
     }
-    if (p.first > p.last)
-      throw UsageError(fmt::format("{}: '{}' is an empty range; expected FIRST-LAST with FIRST <= LAST", key, text));
+    if (p.first > p.last) throw UsageError(fmt::format("{}: '{}' is an empty range; expected FIRST-LAST with FIRST <= LAST", key, text));
     patterns_.push_back(std::move(p));
   }
   used_.assign(patterns_.size(), false);

@@ -23,7 +23,8 @@ void to_hf_rows(std::vector<T>& v, std::int64_t rows, std::int64_t n_head) {
   if (v.empty()) return;
   std::vector<T> out(v.size());
   const std::size_t row_bytes = v.size() / rows * sizeof(T);
-  model::permute_qk_gguf_to_hf(reinterpret_cast<const std::uint8_t*>(v.data()), reinterpret_cast<std::uint8_t*>(out.data()), rows, row_bytes, n_head);
+  model::permute_qk_gguf_to_hf(reinterpret_cast<const std::uint8_t*>(v.data()), reinterpret_cast<std::uint8_t*>(out.data()), rows,
+                               row_bytes, n_head);
   v.swap(out);
 }
 
@@ -43,7 +44,8 @@ std::uint64_t write_module(ShardWriter& out, const std::string& module, const Qu
     out.add(module + ".weight", st::Dtype::F16, {rows, cols}, to_f16(m.f16));
   } else if (m.plan.kind == LinearPlan::fp8) {
     out.add(module + ".weight", st::Dtype::F8_E4M3, {rows, cols}, m.f8.q);
-    out.add(module + ".weight_scale", st::Dtype::F32, m.f8.per_channel ? std::vector<std::int64_t>{rows, 1} : std::vector<std::int64_t>{1}, m.f8.scales);
+    out.add(module + ".weight_scale", st::Dtype::F32, m.f8.per_channel ? std::vector<std::int64_t>{rows, 1} : std::vector<std::int64_t>{1},
+            m.f8.scales);
   } else if (layout == OutputLayout::awq_gemm) {
     const formats::AwqTensors t = formats::pack_awq(m.q);
     const std::int64_t groups = cols / t.group_size;

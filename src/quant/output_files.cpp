@@ -24,7 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 // FNV-1a over config.json and, per weight file, its name, size and first MiB: identifies the source
 // without reading tens of gigabytes.
 std::string source_fingerprint(const SourceModel& src) {
@@ -76,8 +75,11 @@ std::string base_name(const std::string& path) {
 // "<model>-awq-int4-g128-v1", the version the first that no sibling of the output already uses.
 std::string name_suggestion(const std::string& source, const std::string& output, const PipelineSettings& s) {
   std::string stem = base_name(source) + "-" + method_name(s.method);
-  if (s.method == Method::fp8) stem += s.fp8_per_channel ? "-channel" : "-tensor";
-  else stem += fmt::format("-int{}-{}", s.bits, s.group_size == formats::kGroupPerChannel ? std::string("pc") : fmt::format("g{}", s.group_size));
+  if (s.method == Method::fp8)
+    stem += s.fp8_per_channel ? "-channel" : "-tensor";
+  else
+    stem +=
+        fmt::format("-int{}-{}", s.bits, s.group_size == formats::kGroupPerChannel ? std::string("pc") : fmt::format("g{}", s.group_size));
   const fs::path parent = fs::absolute(output).parent_path();
   int v = 1;
   std::error_code ec;
@@ -108,7 +110,6 @@ nlohmann::json hf_config(const SourceModel& src) {
   return convert::hf_config_json(src.hp(), "float16");
 }
 
-
 // vLLM runs q/k/v as one fused qkv_proj and gate/up as gate_up_proj; name those too.
 std::string fused_name(const std::string& module) {
   for (const char* part : {"q_proj", "k_proj", "v_proj"})
@@ -126,8 +127,8 @@ formats::GptqConfigOptions gptq_options(const PipelineSettings& s, const std::ve
   o.desc_act = s.method == Method::gptq && s.gptq.desc_act;
   o.static_groups = o.desc_act;  // act-order always with static groups: g_idx stays i / G
   o.sym = s.sym;
-  o.v2 = !s.sym;  // v1 stores zero-1, which a zero of 0 cannot be
-  o.true_sequential = true;      // layer_quantizer takes each GPTQ stage's Hessian after the earlier stages are quantized
+  o.v2 = !s.sym;             // v1 stores zero-1, which a zero of 0 cannot be
+  o.true_sequential = true;  // layer_quantizer takes each GPTQ stage's Hessian after the earlier stages are quantized
   for (const auto& d : decisions) {
     if (d.module == "lm_head" || d.format == d.requested) continue;
     formats::GptqDynamicRule r;
@@ -175,8 +176,9 @@ nlohmann::json quantization_config(const PipelineSettings& s, const std::vector<
     o.ignore = std::move(ignore);
     for (const auto& d : decisions) {
       if (d.module == "lm_head" || d.bits >= 16) continue;
-      auto it = std::find_if(o.groups.begin(), o.groups.end(),
-                             [&](const formats::CtIntGroup& g) { return g.bits == d.bits && g.group_size == d.group_size && g.sym == d.sym; });
+      auto it = std::find_if(o.groups.begin(), o.groups.end(), [&](const formats::CtIntGroup& g) {
+        return g.bits == d.bits && g.group_size == d.group_size && g.sym == d.sym;
+      });
       if (it == o.groups.end()) it = o.groups.insert(o.groups.end(), formats::CtIntGroup{d.bits, d.group_size, d.sym, {}});
       it->targets.push_back(d.module);
     }
@@ -197,23 +199,27 @@ std::pair<std::string, std::string> layout_and_loaders(const PipelineSettings& s
   }
   const std::string name = s.sym ? "gptq-v1" : "gptq-v2";
   if (mixed_precision(decisions))
-    return {name, "vLLM, GPTQModel, " + ours + "; not Transformers (its GPTQ loader ignores the per-module `dynamic` rules: "
-                  "checkpoint_format auto or compressed-tensors writes a layout it reads)"};
+    return {name, "vLLM, GPTQModel, " + ours +
+                      "; not Transformers (its GPTQ loader ignores the per-module `dynamic` rules: "
+                      "checkpoint_format auto or compressed-tensors writes a layout it reads)"};
   return {name, "vLLM, Transformers (GPTQ), " + ours};
 }
 
 }  // namespace
 
 bool mixed_precision(const std::vector<LinearDecision>& decisions) {
-  return std::any_of(decisions.begin(), decisions.end(), [](const LinearDecision& d) { return d.module != "lm_head" && d.format != d.requested; });
+  return std::any_of(decisions.begin(), decisions.end(),
+                     [](const LinearDecision& d) { return d.module != "lm_head" && d.format != d.requested; });
 }
 
 std::string quantization_summary(const QuantizeReport& rep) {
   std::map<std::string, int> counts;
   std::string head;
   for (const auto& d : rep.decisions) {
-    if (d.module == "lm_head") head = "; lm_head " + d.format;
-    else counts[d.format] += 1;
+    if (d.module == "lm_head")
+      head = "; lm_head " + d.format;
+    else
+      counts[d.format] += 1;
   }
   std::string parts;
   for (const auto& [f, n] : counts) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, f);
@@ -233,7 +239,8 @@ void write_output_files(const std::string& dir_s, const SourceModel& src, const 
   config["torch_dtype"] = "float16";
   config["quantization_config"] = quantization_config(s, rep.decisions);
   io::write_json((dir / "config.json").string(), config);
-  if (s.layout == OutputLayout::gptq) io::write_json((dir / "quantize_config.json").string(), formats::gptq_quantize_config_file(gptq_options(s, rep.decisions)));
+  if (s.layout == OutputLayout::gptq)
+    io::write_json((dir / "quantize_config.json").string(), formats::gptq_quantize_config_file(gptq_options(s, rep.decisions)));
   copy_tokenizer(src, dir, rep.notes);
 
   rep.summary = quantization_summary(rep);
@@ -262,9 +269,14 @@ void write_output_files(const std::string& dir_s, const SourceModel& src, const 
       {"sensitivity_threshold", s.sensitivity_check ? s.threshold : 0.0},  // 0: no check
       {"fallback_bits", s.fallback_bits},
       {"skip_layers", cfg.skip_layers},
-      {"calibration", {{"source", cfg.calibration_data}, {"description", rep.calibration}, {"samples", rep.calibration_samples},
-                       {"tokens", rep.calibration_tokens}, {"samples_used", rep.calibration_used_samples},
-                       {"tokens_used", rep.calibration_used_tokens}, {"seq_len", cfg.max_seq_len}}},
+      {"calibration",
+       {{"source", cfg.calibration_data},
+        {"description", rep.calibration},
+        {"samples", rep.calibration_samples},
+        {"tokens", rep.calibration_tokens},
+        {"samples_used", rep.calibration_used_samples},
+        {"tokens_used", rep.calibration_used_tokens},
+        {"seq_len", cfg.max_seq_len}}},
       {"summary", rep.summary},
       {"name_suggestion", rep.name_suggestion},
       {"seconds", rep.seconds},
@@ -279,7 +291,9 @@ void write_output_files(const std::string& dir_s, const SourceModel& src, const 
     if (!std::isnan(d.cosine)) j["cosine"] = d.cosine;
     if (!std::isnan(d.cosine_requested)) j["cosine_requested"] = d.cosine_requested;
     if (!std::isnan(d.rel_l2)) j["rel_l2"] = d.rel_l2;
-    j["weight_stats"] = {{"variance", d.stats.variance}, {"kurtosis", d.stats.kurtosis}, {"max_mean_ratio", d.stats.max_mean_ratio},
+    j["weight_stats"] = {{"variance", d.stats.variance},
+                         {"kurtosis", d.stats.kurtosis},
+                         {"max_mean_ratio", d.stats.max_mean_ratio},
                          {"outlier_fraction", d.stats.outlier_fraction}};
     log << j.dump() << "\n";
   }

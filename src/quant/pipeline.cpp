@@ -29,8 +29,10 @@ PipelineSettings settings_from(const QuantizeOptions& c) {
   s.method = c.method;
   s.layout = s.method == Method::awq ? OutputLayout::awq_gemm : s.method == Method::fp8 ? OutputLayout::fp8 : OutputLayout::gptq;
   s.bits = c.bits;
-  if (s.method != Method::fp8 && s.bits != 4 && s.bits != 8) throw UsageError(fmt::format("bits: {} is not supported; expected 4 or 8", c.bits));
-  if (s.method == Method::awq && s.bits != 4) throw UsageError("bits: AWQ GEMM checkpoints are 4-bit; use quant_method gptq or rtn for INT8");
+  if (s.method != Method::fp8 && s.bits != 4 && s.bits != 8)
+    throw UsageError(fmt::format("bits: {} is not supported; expected 4 or 8", c.bits));
+  if (s.method == Method::awq && s.bits != 4)
+    throw UsageError("bits: AWQ GEMM checkpoints are 4-bit; use quant_method gptq or rtn for INT8");
   if (c.group_size != formats::kGroupPerChannel && c.group_size != 32 && c.group_size != 64 && c.group_size != 128)
     throw UsageError(fmt::format("group_size: {} is not supported; expected 32, 64, 128 or -1 (per output channel)", c.group_size));
   if (s.method == Method::awq && c.group_size == formats::kGroupPerChannel)
@@ -43,7 +45,8 @@ PipelineSettings settings_from(const QuantizeOptions& c) {
     throw UsageError(fmt::format("checkpoint_format: '{}' applies to quant_method rtn and gptq; {} writes {}",
                                  checkpoint_format_name(s.checkpoint_format), method_name(s.method),
                                  s.method == Method::awq ? "AWQ GEMM" : "compressed-tensors float-quantized"));
-  if (c.fallback_bits != 8 && c.fallback_bits != 16) throw UsageError(fmt::format("fallback_bits: {} is not supported; expected 8 or 16", c.fallback_bits));
+  if (c.fallback_bits != 8 && c.fallback_bits != 16)
+    throw UsageError(fmt::format("fallback_bits: {} is not supported; expected 8 or 16", c.fallback_bits));
   s.fallback_bits = c.fallback_bits;
   s.sensitivity_check = c.sensitivity_check;
   s.threshold = c.sensitivity_threshold;
@@ -68,8 +71,11 @@ std::vector<std::vector<std::int32_t>> random_samples(std::int64_t n, std::int64
 std::string method_title(const PipelineSettings& s) {
   if (s.method == Method::fp8) return s.fp8_per_channel ? "FP8 E4M3 per-channel" : "FP8 E4M3 per-tensor";
   std::string m = s.method == Method::rtn ? "RTN" : s.method == Method::awq ? "AWQ" : "GPTQ";
-  return fmt::format("{} INT{} {}{}", m, s.bits, s.group_size == formats::kGroupPerChannel ? std::string("per-channel") : fmt::format("g{}", s.group_size),
-                     s.method == Method::awq ? "" : s.sym ? " sym" : " asym");
+  return fmt::format("{} INT{} {}{}", m, s.bits,
+                     s.group_size == formats::kGroupPerChannel ? std::string("per-channel") : fmt::format("g{}", s.group_size),
+                     s.method == Method::awq ? ""
+                     : s.sym                 ? " sym"
+                                             : " asym");
 }
 
 }  // namespace
@@ -131,7 +137,8 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
       if (set.builtin) {
         const std::string advice = fmt::format(
             "calibrated on the built-in '{}' set; pass your own production-like samples with --calibration_data FILE "
-            "(accuracy can drop several points when calibration text does not match real inputs)", cfg.calibration_data);
+            "(accuracy can drop several points when calibration text does not match real inputs)",
+            cfg.calibration_data);
         log::info("{}", advice);
         rep.notes.push_back(advice);
       }
@@ -197,12 +204,12 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
   write_non_layer_tensors(writer, src, rep.decisions);
   writer.finish();
   rep.output_bytes = writer.bytes_written();
-  if (s.layout == OutputLayout::gptq &&
-      (s.checkpoint_format == CheckpointFormat::compressed_tensors ||
-       (s.checkpoint_format == CheckpointFormat::automatic && mixed_precision(rep.decisions)))) {
+  if (s.layout == OutputLayout::gptq && (s.checkpoint_format == CheckpointFormat::compressed_tensors ||
+                                         (s.checkpoint_format == CheckpointFormat::automatic && mixed_precision(rep.decisions)))) {
     const CtRewrite ct = rewrite_gptq_as_compressed_tensors(staged.temp_path(), rep.decisions);
     for (auto& d : rep.decisions)
-      if (const auto it = ct.bytes_change.find(d.module); it != ct.bytes_change.end()) d.bytes = static_cast<std::uint64_t>(static_cast<std::int64_t>(d.bytes) + it->second);
+      if (const auto it = ct.bytes_change.find(d.module); it != ct.bytes_change.end())
+        d.bytes = static_cast<std::uint64_t>(static_cast<std::int64_t>(d.bytes) + it->second);
     rep.output_bytes = ct.total_bytes;
     s.layout = OutputLayout::ct_packed;
   }

@@ -15,7 +15,9 @@ namespace mo::quant {
 namespace fs = std::filesystem;
 
 namespace {
-std::string temp_shard(const std::string& dir, std::size_t i) { return (fs::path(dir) / fmt::format("shard-{:05}.tmp.safetensors", i)).string(); }
+std::string temp_shard(const std::string& dir, std::size_t i) {
+  return (fs::path(dir) / fmt::format("shard-{:05}.tmp.safetensors", i)).string();
+}
 }  // namespace
 
 ShardWriter::ShardWriter(std::string dir, std::uint64_t max_shard_bytes) : dir_(std::move(dir)), max_shard_bytes_(max_shard_bytes) {}

@@ -79,9 +79,10 @@ SourceModel::SourceModel(const std::string& path, bool dummy, std::shared_ptr<Th
   }
   files_ = std::make_unique<model::ModelFiles>(model::ModelFiles::open(path));
   if (!files_->quantization_config().is_null())
-    throw UsageError(fmt::format("{}: already quantized (config.json has a quantization_config with quant_method '{}'); "
-                                 "quantize the original 16-bit model instead",
-                                 path, files_->quantization_config().value("quant_method", "?")));
+    throw UsageError(
+        fmt::format("{}: already quantized (config.json has a quantization_config with quant_method '{}'); "
+                    "quantize the original 16-bit model instead",
+                    path, files_->quantization_config().value("quant_method", "?")));
   engine::ModelWeights w = engine::bind_weights(*files_);
   // A GGUF without output.weight reuses the embedding as lm_head: tied, whatever the metadata says.
   if (w.output.bytes.data() == w.token_embd.bytes.data()) w.hp.tied_embeddings = true;
@@ -115,7 +116,8 @@ void SourceModel::install_layer(int layer, const LayerF32& w) {
   engine::LayerWeights& l = engine_->mutable_weights().layers[layer];
   l.attn_norm = w.attn_norm;
   l.ffn_norm = w.ffn_norm;
-  for (LinearId id : kAllLinears) *matrix_of(l, id) = f32_view(fmt::format("layer {} {}", layer, engine::linear_name(id)), w.weight(id), w.rows(id), w.cols(id));
+  for (LinearId id : kAllLinears)
+    *matrix_of(l, id) = f32_view(fmt::format("layer {} {}", layer, engine::linear_name(id)), w.weight(id), w.rows(id), w.cols(id));
 }
 
 void SourceModel::release_layer(int layer) { engine_->mutable_weights().layers[layer] = original_.layers[layer]; }

@@ -42,7 +42,8 @@ DecisionSummary summarize_decisions(const std::string& path) {
   }
   if (!with_cosine.empty()) {
     s.mean_cosine = cos_sum / static_cast<double>(with_cosine.size());
-    std::stable_sort(with_cosine.begin(), with_cosine.end(), [](const DecisionRow& a, const DecisionRow& b) { return a.cosine < b.cosine; });
+    std::stable_sort(with_cosine.begin(), with_cosine.end(),
+                     [](const DecisionRow& a, const DecisionRow& b) { return a.cosine < b.cosine; });
     with_cosine.resize(std::min<std::size_t>(5, with_cosine.size()));
     s.lowest_cosine = with_cosine;
   }

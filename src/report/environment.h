@@ -5,9 +5,9 @@
 namespace mo::report {
 
 struct Environment {
-  std::string cpu;     // /proc/cpuinfo "model name", or "unknown"
+  std::string cpu;  // /proc/cpuinfo "model name", or "unknown"
   int logical_cores = 0;
-  std::string build;   // "model-optimizer 0.1.0 (abc1234), Release, GCC 12.2.0"
+  std::string build;  // "model-optimizer 0.1.0 (abc1234), Release, GCC 12.2.0"
 };
 
 Environment environment();

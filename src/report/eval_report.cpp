@@ -103,8 +103,8 @@ std::string render_results(const eval::EvalResult& r) {
   if (r.base) {
     md += "| metric | base | model | delta |\n|---|---:|---:|---|\n";
     for (const auto& row : rows)
-      md += fmt::format("| {} | {} | {} | {} |\n", row.label, value_text(row, row.base, row.base_err), value_text(row, row.model, row.model_err),
-                        delta_cell(row));
+      md += fmt::format("| {} | {} | {} | {} |\n", row.label, value_text(row, row.base, row.base_err),
+                        value_text(row, row.model, row.model_err), delta_cell(row));
   } else {
     md += "| metric | value |\n|---|---:|\n";
     for (const auto& row : rows) md += fmt::format("| {} | {} |\n", row.label, value_text(row, row.model, row.model_err));
@@ -121,13 +121,15 @@ std::string render_markdown(const eval::EvalResult& r, const ReportContext& ctx)
 
   md += "## Results\n\n" + render_results(r) + "\n";
   if (pair)
-    md += "Delta is the model against the base; **bold** marks the direction that is worse. Accuracy deltas are in percentage "
-          "points, ± is the standard error, and \"within noise\" means the difference is under 1.96 combined standard errors. "
-          "KL divergence and top-1 agreement compare each next-token distribution with the base's on the perplexity text.\n\n";
+    md +=
+        "Delta is the model against the base; **bold** marks the direction that is worse. Accuracy deltas are in percentage "
+        "points, ± is the standard error, and \"within noise\" means the difference is under 1.96 combined standard errors. "
+        "KL divergence and top-1 agreement compare each next-token distribution with the base's on the perplexity text.\n\n";
 
   md += "## Models\n\n| | path | format | weights | size on disk |\n|---|---|---|---|---:|\n";
   auto model_line = [&](const char* who, const eval::ModelEval& m) {
-    md += fmt::format("| {} | `{}` | {} | {} | {} |\n", who, m.info.path, m.info.format, m.info.weights, format_bytes(static_cast<double>(m.info.disk_bytes)));
+    md += fmt::format("| {} | `{}` | {} | {} | {} |\n", who, m.info.path, m.info.format, m.info.weights,
+                      format_bytes(static_cast<double>(m.info.disk_bytes)));
   };
   if (pair) model_line("base", *r.base);
   model_line(pair ? "model" : "", r.model);
@@ -135,12 +137,12 @@ std::string render_markdown(const eval::EvalResult& r, const ReportContext& ctx)
   md += "\n## Settings\n\n";
   if (r.model.ppl) {
     const auto& s = r.settings.ppl;
-    md += fmt::format("- Perplexity: `{}` method on `{}` ({} tokens, line endings normalised), ctx {}{}, {} windows, {} tokens scored, "
-                      "KV cache f16.{}\n",
-                      eval::ppl_method_name(s.method), r.text_path, r.text_tokens, s.n_ctx,
-                      s.method == eval::PplMethod::strided ? fmt::format(", stride {}", s.stride) : "", r.model.ppl->windows,
-                      r.model.ppl->tokens_scored,
-                      eval::ppl_limited(r) ? fmt::format(" Limited to the first {} of {} windows.", r.model.ppl->windows, r.ppl_windows_available) : "");
+    md += fmt::format(
+        "- Perplexity: `{}` method on `{}` ({} tokens, line endings normalised), ctx {}{}, {} windows, {} tokens scored, "
+        "KV cache f16.{}\n",
+        eval::ppl_method_name(s.method), r.text_path, r.text_tokens, s.n_ctx,
+        s.method == eval::PplMethod::strided ? fmt::format(", stride {}", s.stride) : "", r.model.ppl->windows, r.model.ppl->tokens_scored,
+        eval::ppl_limited(r) ? fmt::format(" Limited to the first {} of {} windows.", r.model.ppl->windows, r.ppl_windows_available) : "");
   } else {
     md += "- Perplexity: not run (no text).\n";
   }
@@ -151,13 +153,15 @@ std::string render_markdown(const eval::EvalResult& r, const ReportContext& ctx)
   }
   if (r.model.latency) {
     const auto& l = *r.model.latency;
-    md += fmt::format("- Latency: {} prompt tokens, {} greedy output tokens (EOS ignored), 1 warm-up then {} measured runs, medians shown.\n",
-                      l.prompt_tokens, l.output_tokens, l.runs);
+    md +=
+        fmt::format("- Latency: {} prompt tokens, {} greedy output tokens (EOS ignored), 1 warm-up then {} measured runs, medians shown.\n",
+                    l.prompt_tokens, l.output_tokens, l.runs);
   }
 
   if (ctx.decisions) {
     const auto& d = *ctx.decisions;
-    md += fmt::format("\n## Per-layer decisions\n\nFrom `{}`: {} modules.\n\n| format | modules | stored |\n|---|---:|---:|\n", d.path, d.modules);
+    md += fmt::format("\n## Per-layer decisions\n\nFrom `{}`: {} modules.\n\n| format | modules | stored |\n|---|---:|---:|\n", d.path,
+                      d.modules);
     for (const auto& [fmt_name, n] : d.by_format)
       md += fmt::format("| {} | {} | {} |\n", fmt_name, n, format_bytes(static_cast<double>(d.bytes_by_format.at(fmt_name))));
     if (d.changed.empty()) {
@@ -176,10 +180,11 @@ std::string render_markdown(const eval::EvalResult& r, const ReportContext& ctx)
   }
 
   const Environment env = environment();
-  md += fmt::format("\n## Environment\n\n- CPU: {} ({} logical cores), {} threads used\n- Build: {}\n"
-                    "- Peak resident memory of the evaluation process: {}{}\n- Evaluation time: {}\n",
-                    env.cpu, env.logical_cores, r.threads, env.build, format_bytes(static_cast<double>(r.peak_rss_bytes)),
-                    pair ? " (both models loaded)" : "", format_duration(r.seconds));
+  md += fmt::format(
+      "\n## Environment\n\n- CPU: {} ({} logical cores), {} threads used\n- Build: {}\n"
+      "- Peak resident memory of the evaluation process: {}{}\n- Evaluation time: {}\n",
+      env.cpu, env.logical_cores, r.threads, env.build, format_bytes(static_cast<double>(r.peak_rss_bytes)),
+      pair ? " (both models loaded)" : "", format_duration(r.seconds));
   if (r.model.device != "cpu" && !r.model.device.empty()) md += fmt::format("- Device: {}\n", r.model.device);
   if (!ctx.command.empty()) md += fmt::format("\nProduced by:\n\n```\n{}\n```\n", ctx.command);
   return md;
@@ -202,10 +207,15 @@ nlohmann::json report_json(const eval::EvalResult& r, const ReportContext& ctx) 
   }
   auto model_json = [](const eval::ModelEval& m) {
     nlohmann::json j = {{"path", m.info.path}, {"format", m.info.format}, {"weights", m.info.weights}, {"disk_bytes", m.info.disk_bytes}};
-    if (m.ppl) j["perplexity"] = {{"ppl", m.ppl->ppl}, {"nll_mean", m.ppl->nll_mean}, {"windows", m.ppl->windows}, {"tokens_scored", m.ppl->tokens_scored}};
-    if (m.kl) j["kl"] = {{"mean", m.kl->mean}, {"p99", m.kl->p99}, {"max", m.kl->max}, {"top1_agreement", m.kl->top1_agreement}, {"tokens", m.kl->tokens}};
+    if (m.ppl)
+      j["perplexity"] = {
+          {"ppl", m.ppl->ppl}, {"nll_mean", m.ppl->nll_mean}, {"windows", m.ppl->windows}, {"tokens_scored", m.ppl->tokens_scored}};
+    if (m.kl)
+      j["kl"] = {
+          {"mean", m.kl->mean}, {"p99", m.kl->p99}, {"max", m.kl->max}, {"top1_agreement", m.kl->top1_agreement}, {"tokens", m.kl->tokens}};
     for (const auto& t : m.tasks) {
-      nlohmann::json tj = {{"path", t.path}, {"items", t.items}, {"total_items", t.total_items}, {"acc", t.acc}, {"acc_stderr", t.acc_stderr}};
+      nlohmann::json tj = {
+          {"path", t.path}, {"items", t.items}, {"total_items", t.total_items}, {"acc", t.acc}, {"acc_stderr", t.acc_stderr}};
       if (t.acc_norm) tj["acc_norm"] = *t.acc_norm, tj["acc_norm_stderr"] = *t.acc_norm_stderr, tj["chance"] = t.chance;
       if (t.acc_bytes) tj["acc_bytes"] = *t.acc_bytes, tj["acc_bytes_stderr"] = *t.acc_bytes_stderr;
       if (t.mean_loglik) tj["mean_loglik"] = *t.mean_loglik;
@@ -213,9 +223,14 @@ nlohmann::json report_json(const eval::EvalResult& r, const ReportContext& ctx) 
     }
     if (m.latency) {
       const auto& l = *m.latency;
-      j["latency"] = {{"prompt_tokens", l.prompt_tokens}, {"output_tokens", l.output_tokens}, {"runs", l.runs}, {"ttft_ms", l.ttft_ms},
-                      {"prefill_tokens_per_s", l.prefill_tokens_per_s}, {"decode_tokens_per_s", l.decode_tokens_per_s},
-                      {"ttft_ms_runs", l.ttft_ms_runs}, {"decode_tokens_per_s_runs", l.decode_tokens_per_s_runs}};
+      j["latency"] = {{"prompt_tokens", l.prompt_tokens},
+                      {"output_tokens", l.output_tokens},
+                      {"runs", l.runs},
+                      {"ttft_ms", l.ttft_ms},
+                      {"prefill_tokens_per_s", l.prefill_tokens_per_s},
+                      {"decode_tokens_per_s", l.decode_tokens_per_s},
+                      {"ttft_ms_runs", l.ttft_ms_runs},
+                      {"decode_tokens_per_s_runs", l.decode_tokens_per_s_runs}};
     }
     return j;
   };
@@ -226,16 +241,31 @@ nlohmann::json report_json(const eval::EvalResult& r, const ReportContext& ctx) 
       {"notes", ctx.notes},
       {"metrics", metrics},
       {"model", model_json(r.model)},
-      {"settings", {{"text", r.text_path}, {"text_tokens", r.text_tokens}, {"ppl_method", eval::ppl_method_name(s.ppl.method)}, {"ctx", s.ppl.n_ctx},
-                    {"stride", s.ppl.stride}, {"max_windows", s.ppl.max_windows}, {"tasks", s.tasks}, {"limit", s.limit}}},
-      {"environment", {{"cpu", env.cpu}, {"logical_cores", env.logical_cores}, {"threads", r.threads}, {"build", env.build},
-                       {"peak_rss_bytes", r.peak_rss_bytes}, {"seconds", r.seconds}}},
+      {"settings",
+       {{"text", r.text_path},
+        {"text_tokens", r.text_tokens},
+        {"ppl_method", eval::ppl_method_name(s.ppl.method)},
+        {"ctx", s.ppl.n_ctx},
+        {"stride", s.ppl.stride},
+        {"max_windows", s.ppl.max_windows},
+        {"tasks", s.tasks},
+        {"limit", s.limit}}},
+      {"environment",
+       {{"cpu", env.cpu},
+        {"logical_cores", env.logical_cores},
+        {"threads", r.threads},
+        {"build", env.build},
+        {"peak_rss_bytes", r.peak_rss_bytes},
+        {"seconds", r.seconds}}},
   };
   if (r.base) j["base"] = model_json(*r.base);
   if (!ctx.command.empty()) j["command"] = ctx.command;
   if (ctx.decisions) {
-    j["decisions"] = {{"path", ctx.decisions->path}, {"modules", ctx.decisions->modules}, {"by_format", ctx.decisions->by_format},
-                      {"changed", ctx.decisions->changed.size()}, {"mean_cosine", ctx.decisions->mean_cosine}};
+    j["decisions"] = {{"path", ctx.decisions->path},
+                      {"modules", ctx.decisions->modules},
+                      {"by_format", ctx.decisions->by_format},
+                      {"changed", ctx.decisions->changed.size()},
+                      {"mean_cosine", ctx.decisions->mean_cosine}};
   }
   return j;
 }

@@ -13,13 +13,13 @@ enum class Better { lower, higher, none };
 enum class DeltaKind { relative, points, ratio };  // +2.1% | -0.8 points | 2.4x
 
 struct MetricRow {
-  std::string key;                     // JSON key: "ppl", "arc_easy.acc", "decode_tokens_per_s"
-  std::string label;                   // Markdown label
+  std::string key;    // JSON key: "ppl", "arc_easy.acc", "decode_tokens_per_s"
+  std::string label;  // Markdown label
   std::optional<double> base, model;
   Better better = Better::none;
   DeltaKind delta = DeltaKind::relative;
   int decimals = 4;
-  double scale = 1;                    // shown value = value * scale (accuracies in %)
+  double scale = 1;                           // shown value = value * scale (accuracies in %)
   std::optional<double> base_err, model_err;  // standard errors, same units as the values
 };
 

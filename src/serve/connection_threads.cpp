@@ -95,7 +95,7 @@ void for_each_connection(const std::function<bool(int, const Endpoint&, const En
 struct RequestReadDeadline::Conn {
   std::chrono::steady_clock::time_point deadline;
   std::chrono::steady_clock::time_point touched;  // last news of it: a poll or a handler
-  bool reading = true;                              // false once the handler runs
+  bool reading = true;                            // false once the handler runs
 };
 
 namespace {

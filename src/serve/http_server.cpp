@@ -96,11 +96,14 @@ struct HttpServer::Impl {
 
   void routes();
   void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
-  void respond_whole(const httplib::Request& req, httplib::Response& res, const ApiRequest& r, const ResponseIds& ids, const std::shared_ptr<RequestStream>& stream);
-  void respond_stream(httplib::Response& res, const std::shared_ptr<ApiRequest>& r, const ResponseIds& ids, const std::shared_ptr<RequestStream>& stream);
+  void respond_whole(const httplib::Request& req, httplib::Response& res, const ApiRequest& r, const ResponseIds& ids,
+                     const std::shared_ptr<RequestStream>& stream);
+  void respond_stream(httplib::Response& res, const std::shared_ptr<ApiRequest>& r, const ResponseIds& ids,
+                      const std::shared_ptr<RequestStream>& stream);
   ResponseIds new_ids(bool chat) {
-    return {fmt::format("{}-{:016x}{:08x}", chat ? "chatcmpl" : "cmpl", std::chrono::system_clock::now().time_since_epoch().count(), next_id++),
-            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(), ctx.model_name};
+    return {
+        fmt::format("{}-{:016x}{:08x}", chat ? "chatcmpl" : "cmpl", std::chrono::system_clock::now().time_since_epoch().count(), next_id++),
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(), ctx.model_name};
   }
 };
 
@@ -115,7 +118,8 @@ void send_error(httplib::Response& res, const ApiError& e) {
 // Compares every byte whatever the first difference, so the time taken does not tell how much of a guessed key is right.
 bool same_secret(const std::string& given, const std::string& expected) {
   unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (std::size_t i = 0; i < given.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i % std::max<std::size_t>(1, expected.size())]);
+  for (std::size_t i = 0; i < given.size(); ++i)
+    diff |= static_cast<unsigned char>(given[i] ^ expected[i % std::max<std::size_t>(1, expected.size())]);
   return diff == 0;
 }
 
@@ -242,8 +246,10 @@ void HttpServer::Impl::handle_generate(const httplib::Request& req, httplib::Res
   submit_or_throw(loop, specs_of(*r, ctx.max_model_len), stream);
   const ResponseIds ids = new_ids(chat);
   try {
-    if (r->stream) respond_stream(res, r, ids, stream);
-    else respond_whole(req, res, *r, ids, stream);
+    if (r->stream)
+      respond_stream(res, r, ids, stream);
+    else
+      respond_whole(req, res, *r, ids, stream);
   } catch (...) {
     stream->cancel();
     throw;
@@ -262,7 +268,8 @@ void HttpServer::Impl::routes() {
     }
     if (opt.api_key.empty() || req.path.rfind("/v1", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
     if (same_secret(req.get_header_value("Authorization"), "Bearer " + opt.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, ApiError(401, "Incorrect API key provided; send it as 'Authorization: Bearer <key>'", "", "invalid_request_error", "invalid_api_key"));
+    send_error(res, ApiError(401, "Incorrect API key provided; send it as 'Authorization: Bearer <key>'", "", "invalid_request_error",
+                             "invalid_api_key"));
     return httplib::Server::HandlerResponse::Handled;
   });
   auto guarded = [this](auto fn) {
@@ -280,7 +287,8 @@ void HttpServer::Impl::routes() {
   http.Post("/v1/chat/completions", guarded([this](const auto& req, auto& res) { handle_generate(req, res, true); }));
   http.Post("/v1/completions", guarded([this](const auto& req, auto& res) { handle_generate(req, res, false); }));
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json m = {{"id", ctx.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "model-optimizer"}, {"max_model_len", ctx.max_model_len}};
+    json m = {
+        {"id", ctx.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "model-optimizer"}, {"max_model_len", ctx.max_model_len}};
     res.set_content(dump({{"object", "list"}, {"data", json::array({m})}}), "application/json");
   });
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("{\"status\":\"ok\"}", "application/json"); });
@@ -309,10 +317,13 @@ void HttpServer::Impl::routes() {
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listen_fd = sock;  // for the backlog, below
   });
-  http.new_task_queue = [this] { return new ThreadsQueue(std::make_shared<ConnectionThreads>(static_cast<std::size_t>(opt.max_connections)), bound_port); };
+  http.new_task_queue = [this] {
+    return new ThreadsQueue(std::make_shared<ConnectionThreads>(static_cast<std::size_t>(opt.max_connections)), bound_port);
+  };
 }
 
-HttpServer::HttpServer(ServingLoop& loop, ApiContext ctx, HttpOptions opt) : impl_(std::make_unique<Impl>(loop, std::move(ctx), std::move(opt))) {
+HttpServer::HttpServer(ServingLoop& loop, ApiContext ctx, HttpOptions opt)
+    : impl_(std::make_unique<Impl>(loop, std::move(ctx), std::move(opt))) {
   impl_->routes();
 }
 
@@ -320,7 +331,8 @@ HttpServer::~HttpServer() = default;
 
 void HttpServer::bind() {
   if (!impl_->http.bind_to_port(impl_->opt.host.c_str(), impl_->opt.port))
-    throw Error(fmt::format("serve: cannot listen on {}:{} (address in use, or not an address of this machine)", impl_->opt.host, impl_->opt.port));
+    throw Error(
+        fmt::format("serve: cannot listen on {}:{} (address in use, or not an address of this machine)", impl_->opt.host, impl_->opt.port));
   impl_->bound_port = impl_->opt.port;
   impl_->read_deadline = std::make_unique<RequestReadDeadline>(impl_->bound_port, impl_->opt.read_timeout_s);
   // httplib listens with a backlog of 5: a burst of new connections would wait for SYN retries (1 s, 3 s, ...).

@@ -19,9 +19,8 @@ TokenLogprob token_logprob(std::span<const float> row, std::int32_t id, int top_
   if (n <= 0) return t;
   std::vector<std::int32_t> ids(row.size());
   std::iota(ids.begin(), ids.end(), 0);
-  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](std::int32_t a, std::int32_t b) {
-    return row[a] > row[b] || (row[a] == row[b] && a < b);
-  });
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
+                    [&](std::int32_t a, std::int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
   for (int i = 0; i < n; ++i) t.top.emplace_back(ids[i], row[ids[i]] - log_z);
   return t;
 }

@@ -42,7 +42,8 @@ std::string ServeMetrics::prometheus() const {
   s += metric("gauge", "mo:kv_blocks_free", "KV-cache blocks free (cached prefixes included).", kv_blocks_free);
   s += metric("gauge", "mo:kv_cache_usage_perc", "Fraction of KV-cache blocks in use.",
               kv_blocks_used + kv_blocks_free > 0 ? static_cast<double>(kv_blocks_used) / (kv_blocks_used + kv_blocks_free) : 0);
-  s += metric("counter", "mo:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", static_cast<double>(prefix_cache_queries));
+  s += metric("counter", "mo:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
+              static_cast<double>(prefix_cache_queries));
   s += metric("counter", "mo:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", static_cast<double>(prefix_cache_hits));
   s += metric("gauge", "mo:prefix_cache_hit_rate", "prefix_cache_hits_total / prefix_cache_queries_total.", hit_rate);
   s += metric("counter", "mo:prompt_tokens_total", "Prompt tokens of finished requests.", static_cast<double>(prompt_tokens_total));

@@ -27,10 +27,25 @@ ApiError bad(const std::string& param, const std::string& message) { return ApiE
 std::string type_name(const json& v) { return v.type_name(); }
 
 // Parameters a client may send; some are accepted and have no effect (user, logit_bias when empty).
-const std::set<std::string> kCommonKeys = {
-    "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
-    "repetition_penalty", "seed", "stop", "stop_token_ids", "n", "stream", "stream_options", "user", "ignore_eos",
-    "include_stop_str_in_output", "logit_bias"};
+const std::set<std::string> kCommonKeys = {"model",
+                                           "max_tokens",
+                                           "temperature",
+                                           "top_p",
+                                           "top_k",
+                                           "min_p",
+                                           "presence_penalty",
+                                           "frequency_penalty",
+                                           "repetition_penalty",
+                                           "seed",
+                                           "stop",
+                                           "stop_token_ids",
+                                           "n",
+                                           "stream",
+                                           "stream_options",
+                                           "user",
+                                           "ignore_eos",
+                                           "include_stop_str_in_output",
+                                           "logit_bias"};
 const std::set<std::string> kChatKeys = {"messages", "logprobs", "top_logprobs", "max_completion_tokens"};
 const std::set<std::string> kCompletionKeys = {"prompt", "logprobs", "echo"};
 
@@ -54,7 +69,8 @@ std::optional<std::int64_t> integer(const json& body, const char* key, std::int6
   std::int64_t i = 0;
   if (v->is_number_unsigned()) {
     const auto u = v->get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) throw bad(key, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, u));
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      throw bad(key, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, u));
     i = static_cast<std::int64_t>(u);
   } else if (v->is_number_integer()) {
     i = v->get<std::int64_t>();
@@ -136,7 +152,8 @@ ApiRequest common(const json& body, const ApiContext& ctx, const std::set<std::s
     if (!so->is_object()) throw bad("stream_options", "expected an object");
     if (!r.stream) throw bad("stream_options", "only allowed when stream is true");
     for (auto it = so->begin(); it != so->end(); ++it)
-      if (it.key() != "include_usage" && it.key() != "continuous_usage_stats") throw bad("stream_options", fmt::format("unknown option {}", it.key()));
+      if (it.key() != "include_usage" && it.key() != "continuous_usage_stats")
+        throw bad("stream_options", fmt::format("unknown option {}", it.key()));
     r.include_usage = boolean(*so, "include_usage").value_or(false);
   }
   return r;
@@ -151,12 +168,20 @@ void resolve_max_tokens(ApiRequest& r, const json& body, const char* key, const 
     return static_cast<int>(m);
   }();
   if (longest_prompt >= ctx.max_model_len)
-    throw ApiError(400, fmt::format("This model's maximum context length is {} tokens. However, your prompt has {} tokens, which leaves no room for the output.",
-                                    ctx.max_model_len, longest_prompt), r.chat ? "messages" : "prompt", "invalid_request_error", "context_length_exceeded");
+    throw ApiError(
+        400,
+        fmt::format(
+            "This model's maximum context length is {} tokens. However, your prompt has {} tokens, which leaves no room for the output.",
+            ctx.max_model_len, longest_prompt),
+        r.chat ? "messages" : "prompt", "invalid_request_error", "context_length_exceeded");
   const int room = ctx.max_model_len - longest_prompt;
   if (v && *v > room)
-    throw ApiError(400, fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the prompt, {} for the output).",
-                                    ctx.max_model_len, longest_prompt + *v, longest_prompt, *v), key, "invalid_request_error", "context_length_exceeded");
+    throw ApiError(
+        400,
+        fmt::format(
+            "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the prompt, {} for the output).",
+            ctx.max_model_len, longest_prompt + *v, longest_prompt, *v),
+        key, "invalid_request_error", "context_length_exceeded");
   r.params.max_tokens = v ? static_cast<int>(*v) : (fallback > 0 ? std::min(fallback, room) : room);
 }
 
@@ -174,7 +199,9 @@ void validate_sampling(ApiRequest& r) {
 void check_prompt_bytes(std::size_t bytes, const ApiContext& ctx, const char* param) {
   // No tokenizer run is needed to know that a prompt this long cannot fit.
   if (bytes > static_cast<std::size_t>(ctx.max_model_len) * ctx.max_token_bytes)
-    throw ApiError(400, fmt::format("This model's maximum context length is {} tokens; the prompt of {} bytes is longer than that.", ctx.max_model_len, bytes),
+    throw ApiError(400,
+                   fmt::format("This model's maximum context length is {} tokens; the prompt of {} bytes is longer than that.",
+                               ctx.max_model_len, bytes),
                    param, "invalid_request_error", "context_length_exceeded");
 }
 
@@ -261,9 +288,12 @@ ApiRequest parse_completion_request(const json& body, const ApiContext& ctx) {
     add_ids(*prompt);
   } else if (prompt->is_array() && !prompt->empty() && prompt->size() <= 64) {
     for (const json& p : *prompt) {
-      if (p.is_string()) add_text(p);
-      else if (p.is_array() && !p.empty()) add_ids(p);
-      else throw bad("prompt", "expected a string, a list of strings, a list of token ids or a list of such lists");
+      if (p.is_string())
+        add_text(p);
+      else if (p.is_array() && !p.empty())
+        add_ids(p);
+      else
+        throw bad("prompt", "expected a string, a list of strings, a list of token ids or a list of such lists");
     }
   } else {
     throw bad("prompt", "expected a string, a list of strings, a list of token ids or a list of such lists (1 to 64 prompts)");

@@ -85,11 +85,12 @@ json chat_response(const ResponseIds& ids, const ApiRequest& req, const std::vec
                        {"logprobs", req.logprobs ? chat_logprobs(r.tokens, tok) : json(nullptr)},
                        {"finish_reason", r.finish_reason}});
   }
-  return {{"id", ids.id}, {"object", "chat.completion"}, {"created", ids.created}, {"model", ids.model},
-          {"choices", choices}, {"usage", request_usage(req, results)}};
+  return {{"id", ids.id},       {"object", "chat.completion"}, {"created", ids.created},
+          {"model", ids.model}, {"choices", choices},          {"usage", request_usage(req, results)}};
 }
 
-json completion_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results, const tok::Tokenizer& tok) {
+json completion_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results,
+                         const tok::Tokenizer& tok) {
   json choices = json::array();
   for (std::size_t i = 0; i < results.size(); ++i) {
     const ChoiceResult& r = results[i];
@@ -108,14 +109,15 @@ json completion_response(const ResponseIds& ids, const ApiRequest& req, const st
     }
     choices.push_back({{"index", i}, {"text", text}, {"logprobs", lp}, {"finish_reason", r.finish_reason}});
   }
-  return {{"id", ids.id}, {"object", "text_completion"}, {"created", ids.created}, {"model", ids.model},
-          {"choices", choices}, {"usage", request_usage(req, results)}};
+  return {{"id", ids.id},       {"object", "text_completion"}, {"created", ids.created},
+          {"model", ids.model}, {"choices", choices},          {"usage", request_usage(req, results)}};
 }
 
 namespace {
 
 json chunk(const ResponseIds& ids, const char* object, const ApiRequest& req, json choice) {
-  json c = {{"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}, {"choices", json::array({std::move(choice)})}};
+  json c = {
+      {"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}, {"choices", json::array({std::move(choice)})}};
   if (req.include_usage) c["usage"] = nullptr;
   return c;
 }
@@ -134,7 +136,8 @@ std::optional<json> chat_chunk(const ResponseIds& ids, const ApiRequest& req, co
   json delta = json::object();
   if (!e.text.empty() || e.finish_reason.empty()) delta["content"] = e.text;
   json lp = req.logprobs && !e.tokens.empty() ? chat_logprobs(e.tokens, tok) : json(nullptr);
-  return chunk(ids, "chat.completion.chunk", req, {{"index", e.choice}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish_of(e)}});
+  return chunk(ids, "chat.completion.chunk", req,
+               {{"index", e.choice}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish_of(e)}});
 }
 
 std::optional<json> completion_chunk(const ResponseIds& ids, const ApiRequest& req, const ChoiceEvent& e, const tok::Tokenizer& tok) {
@@ -149,8 +152,12 @@ std::optional<json> completion_chunk(const ResponseIds& ids, const ApiRequest& r
 }
 
 json usage_chunk(const ResponseIds& ids, bool chat, const json& usage) {
-  return {{"id", ids.id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", ids.created},
-          {"model", ids.model}, {"choices", json::array()}, {"usage", usage}};
+  return {{"id", ids.id},
+          {"object", chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", ids.created},
+          {"model", ids.model},
+          {"choices", json::array()},
+          {"usage", usage}};
 }
 
 }  // namespace mo::serve

@@ -39,8 +39,9 @@ void Scheduler::add(std::int64_t seq_id, std::vector<std::int32_t> prompt, bool 
 
 bool Scheduler::allocate_slots(std::int64_t seq_id, int n, std::vector<int>& slots) {
   if (kv_.num_tokens(seq_id) != seq(seq_id).num_computed)
-    throw Error(fmt::format("scheduler: sequence {} has slots for {} tokens but {} computed; commit() every plan before the next schedule()",
-                            seq_id, kv_.num_tokens(seq_id), seq(seq_id).num_computed));
+    throw Error(
+        fmt::format("scheduler: sequence {} has slots for {} tokens but {} computed; commit() every plan before the next schedule()",
+                    seq_id, kv_.num_tokens(seq_id), seq(seq_id).num_computed));
   auto r = kv_.append(seq_id, n);
   if (!r) return false;
   slots = std::move(r->slots);

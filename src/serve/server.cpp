@@ -60,7 +60,8 @@ budget::BudgetRequest budget_request(const config::ServeConfig& cfg, double memo
   b.max_num_seqs = cfg.max_num_seqs;
   b.max_num_batched_tokens = cfg.max_num_batched_tokens;
   budget::BudgetRequest req = budget::make_request(b);
-  if (!device_label.empty()) req.gpu_label = device_label;
+  if (!device_label.empty())
+    req.gpu_label = device_label;
   else
     req.gpu_label = cfg.memory_limit > 0 ? fmt::format("CPU, memory_limit {:.2f} GiB", cfg.memory_limit)
                                          : fmt::format("CPU, {} physical memory", format_bytes(memory_bytes));
@@ -78,7 +79,8 @@ std::string device_memory_lines(const engine::Engine& e, double kv_pool_bytes, d
   const engine::Backend& b = *e.kv_device();
   const engine::DeviceMemory m = b.memory();
   std::string out = fmt::format("device: {}\n", b.describe());
-  if (const auto* dm = e.device_model()) out += fmt::format("weights on the device: {} ({})\n", format_bytes(static_cast<double>(dm->weight_bytes())), dm->summary());
+  if (const auto* dm = e.device_model())
+    out += fmt::format("weights on the device: {} ({})\n", format_bytes(static_cast<double>(dm->weight_bytes())), dm->summary());
   out += fmt::format("device memory: {} total, {} in use after loading, {} budget at gpu_memory_utilization {:.2f}, {} for the KV cache\n",
                      format_bytes(static_cast<double>(m.total)), format_bytes(static_cast<double>(m.total - m.free)),
                      format_bytes(static_cast<double>(m.total) * utilization), utilization, format_bytes(kv_pool_bytes));
@@ -102,14 +104,16 @@ int run_server(const config::ServeConfig& cfg) {
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
   engine::Backend* gpu = engine.kv_device();
 
-  const double memory = gpu ? static_cast<double>(gpu->memory().total)
-                            : cfg.memory_limit > 0 ? cfg.memory_limit * 1024.0 * 1024.0 * 1024.0 : static_cast<double>(physical_memory_bytes());
+  const double memory = gpu                    ? static_cast<double>(gpu->memory().total)
+                        : cfg.memory_limit > 0 ? cfg.memory_limit * 1024.0 * 1024.0 * 1024.0
+                                               : static_cast<double>(physical_memory_bytes());
   const budget::BudgetRequest breq = budget_request(cfg, memory, gpu ? gpu->describe() : std::string());
   const budget::BudgetResult bres = budget::compute_budget(breq);
   const int max_model_len = static_cast<int>(breq.max_model_len);
   if (!cfg.enable_chunked_prefill && cfg.max_num_batched_tokens < max_model_len)
-    throw UsageError(fmt::format("max_num_batched_tokens: {} is below max_model_len {}; without chunked prefill a whole prompt must fit in one step",
-                                 cfg.max_num_batched_tokens, max_model_len));
+    throw UsageError(
+        fmt::format("max_num_batched_tokens: {} is below max_model_len {}; without chunked prefill a whole prompt must fit in one step",
+                    cfg.max_num_batched_tokens, max_model_len));
 
   const engine::KvLayout layout = engine.kv_layout(static_cast<int>(cfg.block_size), kv_dtype);
   const int bs = layout.block_size;
@@ -128,12 +132,19 @@ int run_server(const config::ServeConfig& cfg) {
   if (pool_blocks < blocks_per_seq) {
     const std::int64_t fit = static_cast<std::int64_t>(pool_blocks) * bs;
     if (fit == 0)
-      throw UsageError(fmt::format("memory_limit: weights, activations and overhead take {} of the {} budget; nothing is left for the KV cache (raise memory_limit or gpu_memory_utilization)",
-                                   format_bytes(bres.weights_bytes + bres.activation_bytes + bres.overhead_bytes), format_bytes(bres.budget_bytes)));
-    if (gpu) throw UsageError(fmt::format("max_model_len: {} KV tokens fit in the GPU memory left at gpu_memory_utilization {:.2f}, less than one sequence of {}; the largest max_model_len that fits is {}",
-                                         fit, cfg.gpu_memory_utilization, max_model_len, fit));
-    throw UsageError(fmt::format("max_model_len: the KV cache gets {} of the budget, {} tokens, less than one sequence of {}; the largest max_model_len that fits is {} (or raise memory_limit / gpu_memory_utilization)",
-                                 format_bytes(kv_pool_bytes), fit, max_model_len, fit));
+      throw UsageError(
+          fmt::format("memory_limit: weights, activations and overhead take {} of the {} budget; nothing is left for the KV cache (raise "
+                      "memory_limit or gpu_memory_utilization)",
+                      format_bytes(bres.weights_bytes + bres.activation_bytes + bres.overhead_bytes), format_bytes(bres.budget_bytes)));
+    if (gpu)
+      throw UsageError(
+          fmt::format("max_model_len: {} KV tokens fit in the GPU memory left at gpu_memory_utilization {:.2f}, less than one sequence of "
+                      "{}; the largest max_model_len that fits is {}",
+                      fit, cfg.gpu_memory_utilization, max_model_len, fit));
+    throw UsageError(
+        fmt::format("max_model_len: the KV cache gets {} of the budget, {} tokens, less than one sequence of {}; the largest max_model_len "
+                    "that fits is {} (or raise memory_limit / gpu_memory_utilization)",
+                    format_bytes(kv_pool_bytes), fit, max_model_len, fit));
   }
   // More blocks than max_num_seqs full-length sequences can ever use would only take memory.
   const int num_blocks = std::min<std::int64_t>(pool_blocks, static_cast<std::int64_t>(cfg.max_num_seqs) * blocks_per_seq);
@@ -146,9 +157,12 @@ int run_server(const config::ServeConfig& cfg) {
                            std::min<std::int64_t>(num_blocks / blocks_per_seq, cfg.max_num_seqs), cfg.max_num_seqs);
 
   ServingOptions so;
-  so.scheduler = {.num_blocks = num_blocks, .block_size = bs, .max_num_seqs = static_cast<int>(cfg.max_num_seqs),
+  so.scheduler = {.num_blocks = num_blocks,
+                  .block_size = bs,
+                  .max_num_seqs = static_cast<int>(cfg.max_num_seqs),
                   .max_num_batched_tokens = static_cast<int>(cfg.max_num_batched_tokens),
-                  .enable_chunked_prefill = cfg.enable_chunked_prefill, .enable_prefix_caching = cfg.enable_prefix_caching};
+                  .enable_chunked_prefill = cfg.enable_chunked_prefill,
+                  .enable_prefix_caching = cfg.enable_prefix_caching};
   so.vocab_size = static_cast<int>(engine.hparams().vocab_size);
   so.max_queue_len = static_cast<int>(cfg.max_queue_len);
   so.request_timeout_s = cfg.request_timeout;
@@ -169,8 +183,11 @@ int run_server(const config::ServeConfig& cfg) {
   ctx.defaults.min_p = cfg.default_min_p;
   ctx.defaults.repetition_penalty = cfg.default_repetition_penalty;
   ctx.default_max_tokens = static_cast<int>(cfg.default_max_tokens);
-  HttpOptions ho{.host = cfg.host, .port = static_cast<int>(cfg.port), .api_key = cfg.api_key,
-                 .max_connections = static_cast<int>(cfg.max_connections), .read_timeout_s = cfg.read_timeout};
+  HttpOptions ho{.host = cfg.host,
+                 .port = static_cast<int>(cfg.port),
+                 .api_key = cfg.api_key,
+                 .max_connections = static_cast<int>(cfg.max_connections),
+                 .read_timeout_s = cfg.read_timeout};
   HttpServer http(loop, ctx, ho);
   http.bind();
   std::cout << fmt::format("serving {} on http://{}:{}/v1 (Ctrl-C to stop)\n", ctx.model_name, cfg.host, cfg.port) << std::flush;

@@ -178,7 +178,8 @@ void ServingLoop::step() {
   for (const ScheduledChunk& c : plan.chunks) {
     const Seq& s = *seqs_.at(c.seq_id);
     const bool all_logits = s.spec.prompt_logprobs && !s.prompt_logprobs_sent && c.start_pos < static_cast<int>(s.spec.prompt.size());
-    chunks.push_back({sched_.tokens(c.seq_id).subspan(c.start_pos, c.num_tokens), c.start_pos, c.slots, sched_.block_table(c.seq_id), all_logits});
+    chunks.push_back(
+        {sched_.tokens(c.seq_id).subspan(c.start_pos, c.num_tokens), c.start_pos, c.slots, sched_.block_table(c.seq_id), all_logits});
   }
   std::vector<float> logits;
   try {
@@ -232,8 +233,10 @@ void ServingLoop::handle_output(Seq& s, std::span<const float> row) {
   const auto now = Clock::now();
   {
     std::lock_guard lock(mu_);
-    if (s.output.empty()) metrics_.time_to_first_token.observe(seconds(now - s.arrival));
-    else metrics_.time_per_output_token.observe(seconds(now - s.last_token));
+    if (s.output.empty())
+      metrics_.time_to_first_token.observe(seconds(now - s.arrival));
+    else
+      metrics_.time_per_output_token.observe(seconds(now - s.last_token));
     ++metrics_.generation_tokens_total;
   }
   s.last_token = now;

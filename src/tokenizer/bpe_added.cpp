@@ -26,8 +26,8 @@ bool is_word_char(std::string_view ch) {
 
 // Rust's char::is_whitespace (the White_Space property), which HF's lstrip/rstrip use.
 bool is_white_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 }  // namespace
@@ -38,9 +38,8 @@ AddedMatcher::AddedMatcher(std::vector<AddedToken> tokens) : tokens_(std::move(t
     by_first_byte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(i);
   }
   for (auto& list : by_first_byte_) {
-    std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return tokens_[a].content.size() > tokens_[b].content.size();
-    });
+    std::stable_sort(list.begin(), list.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return tokens_[a].content.size() > tokens_[b].content.size(); });
   }
 }
 

@@ -18,8 +18,8 @@ const std::vector<gguf::Value>& require_array(const gguf::File& f, const char* k
   const gguf::Value* v = f.find(key);
   if (!v) throw Error(fmt::format("{}: metadata key '{}' is missing", f.path, key));
   if (v->type != gguf::ValueType::array || v->elem_type != elem) {
-    throw Error(fmt::format("{}: metadata key '{}' is {}, expected array of {}", f.path, key, gguf::type_name(v->type),
-                            gguf::type_name(elem)));
+    throw Error(
+        fmt::format("{}: metadata key '{}' is {}, expected array of {}", f.path, key, gguf::type_name(v->type), gguf::type_name(elem)));
   }
   return v->as_array();
 }
@@ -54,8 +54,8 @@ std::unique_ptr<Tokenizer> make_bpe_from_gguf(const gguf::File& f) {
   const gguf::Value* types_v = f.find("tokenizer.ggml.token_type");
   const std::vector<gguf::Value>* types = types_v ? &require_array(f, "tokenizer.ggml.token_type", types_v->elem_type) : nullptr;
   if (types && types->size() < tokens.size()) {
-    throw Error(fmt::format("{}: metadata key 'tokenizer.ggml.token_type' has {} entries for {} tokens", f.path, types->size(),
-                            tokens.size()));
+    throw Error(
+        fmt::format("{}: metadata key 'tokenizer.ggml.token_type' has {} entries for {} tokens", f.path, types->size(), tokens.size()));
   }
   const std::size_t n = tokens.size();
   s.text.resize(n);
@@ -76,11 +76,8 @@ std::unique_ptr<Tokenizer> make_bpe_from_gguf(const gguf::File& f) {
         s.special[i] = type != kUserDefined;
         if (!s.text[i].empty()) s.added.push_back({s.text[i], id, type != kUserDefined});
         break;
-      case kByte:
-        s.form[i] = BpeSetup::byte;
-        break;
-      default:
-        s.model_vocab.emplace(s.text[i], id);
+      case kByte: s.form[i] = BpeSetup::byte; break;
+      default: s.model_vocab.emplace(s.text[i], id);
     }
   }
 

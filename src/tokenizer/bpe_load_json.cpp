@@ -48,8 +48,7 @@ bool parse_normalizer(const json& n, const std::string& source) {
   throw Error(source + ": normalizer type '" + type + "' is not supported for byte-level BPE");
 }
 
-void parse_post_processor(const json& pp, const std::string& source, std::vector<std::int32_t>& prefix,
-                          std::vector<std::int32_t>& suffix) {
+void parse_post_processor(const json& pp, const std::string& source, std::vector<std::int32_t>& prefix, std::vector<std::int32_t>& suffix) {
   if (pp.is_null()) return;
   const std::string type = get_as<std::string>(require(pp, "type", "post_processor.", source), "post_processor.type", source);
   if (type == "ByteLevel") return;  // offsets only
@@ -65,12 +64,13 @@ void parse_post_processor(const json& pp, const std::string& source, std::vector
         after_sequence = true;
         continue;
       }
-      const std::string name = get_as<std::string>(require(require(item, "SpecialToken", "post_processor.single[].", source), "id",
-                                                           "post_processor.single[].SpecialToken.", source),
-                                                   "post_processor.single[].SpecialToken.id", source);
+      const std::string name = get_as<std::string>(
+          require(require(item, "SpecialToken", "post_processor.single[].", source), "id", "post_processor.single[].SpecialToken.", source),
+          "post_processor.single[].SpecialToken.id", source);
       const json& ids = require(require(specials, name.c_str(), "post_processor.special_tokens.", source), "ids",
                                 "post_processor.special_tokens." + name + ".", source);
-      for (const auto& id : ids) (after_sequence ? suffix : prefix).push_back(get_as<std::int32_t>(id, "post_processor.special_tokens", source));
+      for (const auto& id : ids)
+        (after_sequence ? suffix : prefix).push_back(get_as<std::int32_t>(id, "post_processor.special_tokens", source));
     }
     return;
   }

@@ -14,9 +14,9 @@
 namespace mo::tok {
 
 struct BpeModelOptions {
-  bool ignore_merges = false;           // a word that is itself a token becomes that token (Llama-3)
-  std::optional<std::int32_t> unk;      // for a byte with no token; without it the byte is dropped
-  bool fuse_unk = false;                // consecutive unknown bytes become one unk
+  bool ignore_merges = false;                // a word that is itself a token becomes that token (Llama-3)
+  std::optional<std::int32_t> unk;           // for a byte with no token; without it the byte is dropped
+  bool fuse_unk = false;                     // consecutive unknown bytes become one unk
   bool duplicate_merge_keeps_first = false;  // llama.cpp keeps a repeated merge's first rank, HF the last
 };
 
@@ -24,8 +24,8 @@ class BpeModel {
  public:
   // `vocab`: the model's tokens, text in mapped form ("Ġthe") -> id. `merges`: pairs of mapped texts,
   // highest priority first. A merge whose parts or result are not tokens is skipped, as llama.cpp does.
-  BpeModel(const std::unordered_map<std::string, std::int32_t>& vocab,
-           const std::vector<std::pair<std::string, std::string>>& merges, const BpeModelOptions& options);
+  BpeModel(const std::unordered_map<std::string, std::int32_t>& vocab, const std::vector<std::pair<std::string, std::string>>& merges,
+           const BpeModelOptions& options);
   ~BpeModel();
 
   // Appends the ids of one pre-tokenized word given as raw bytes.
@@ -61,7 +61,7 @@ class BpeModel {
   };
 
   std::array<std::int32_t, 256> byte_id_{};  // -1: byte has no token
-  StringMap raw_vocab_;                       // raw bytes -> id, for ignore_merges
+  StringMap raw_vocab_;                      // raw bytes -> id, for ignore_merges
   PairMap merges_;
   struct Cache;
   std::unique_ptr<Cache> cache_;

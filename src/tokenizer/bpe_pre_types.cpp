@@ -7,9 +7,7 @@
 
 namespace mo::tok {
 
-
 namespace {
-
 
 const char* const kDeepseek3Main =
     R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
@@ -26,21 +24,21 @@ const std::map<std::string, GgufPreType>& table() {
     for (const char* n : {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"})
       m[n] = llama3;
     for (const char* n : {"dbrx", "smaug-bpe", "glm4", "chatglm-bpe"}) m[n] = llama3_regex_only;
-    m["deepseek-llm"] = {{"[\r\n]", kDeepseekLettersRegex, kDeepseekPunctRegex,
-                          R"(\s+$)", kCjkRegex, R"(\p{N}+)"}};
+    m["deepseek-llm"] = {{"[\r\n]", kDeepseekLettersRegex, kDeepseekPunctRegex, R"(\s+$)", kCjkRegex, R"(\p{N}+)"}};
     m["deepseek-coder"] = {{"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kCjkRegex, R"(\p{N})"}};
     m["deepseek-v3"] = {{R"(\p{N}{1,3})", R"([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)", kDeepseek3Main}};
     m["falcon"] = {{R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2Regex, "[0-9][0-9][0-9]"}};
-    for (const char* n : {"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2"})
-      m[n] = starcoder;
-    for (const char* n : {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum",
-                          "modern-bert", "jina-v1-en", "jina-v2-code", "roberta-bpe", "exaone4", "mpt", "olmo", "jais",
-                          "trillion", "granite-docling"})
+    for (const char* n : {"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2"}) m[n] = starcoder;
+    for (const char* n :
+         {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum", "modern-bert", "jina-v1-en",
+          "jina-v2-code", "roberta-bpe", "exaone4", "mpt", "olmo", "jais", "trillion", "granite-docling"})
       m[n] = gpt2;
     for (const char* n : {"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan", "solar-open", "grok-2"})
       m[n] = qwen2;
-    m["qwen35"] = {{R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}};
-    m["seed-coder"] = {{R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)"}};
+    m["qwen35"] = {
+        {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}};
+    m["seed-coder"] = {
+        {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)"}};
     m["tekken"] = {{kTekkenRegex}, true, true};
     for (const char* n : {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"}) m[n] = {{kGpt4oRegex}};
     for (const char* n : {"poro-chat", "bloom", "gpt3-finnish"}) m[n] = {{kBloomRegex}};

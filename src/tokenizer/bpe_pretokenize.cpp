@@ -115,8 +115,10 @@ void split_piece(std::string_view piece, const PreStep& step, std::vector<std::s
       std::vector<Range> acc;
       bool previous_match = false;
       for (const auto& [r, m] : segs) {
-        if (m && !previous_match && !acc.empty()) acc.back().second = r.second;
-        else acc.push_back(r);
+        if (m && !previous_match && !acc.empty())
+          acc.back().second = r.second;
+        else
+          acc.push_back(r);
         previous_match = m;
       }
       for (const auto& r : acc) emit(r.first, r.second);
@@ -126,8 +128,10 @@ void split_piece(std::string_view piece, const PreStep& step, std::vector<std::s
       std::vector<Range> acc;
       bool previous_match = false;
       for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
-        if (it->second && !previous_match && !acc.empty()) acc.back().first = it->first.first;
-        else acc.push_back(it->first);
+        if (it->second && !previous_match && !acc.empty())
+          acc.back().first = it->first.first;
+        else
+          acc.push_back(it->first);
         previous_match = it->second;
       }
       for (auto it = acc.rbegin(); it != acc.rend(); ++it) emit(it->first, it->second);
@@ -193,8 +197,10 @@ void PreTokenizer::run(std::string_view text, PreTokenized& out) const {
             piece = *out.arena.back();
           }
         }
-        if (step.regex) split_piece(piece, step, next);
-        else next.push_back(piece);
+        if (step.regex)
+          split_piece(piece, step, next);
+        else
+          next.push_back(piece);
       }
       if (!mapped && si + 1 < steps_.size()) {
         // Later steps split mapped text: map every piece once.

@@ -50,5 +50,4 @@ class PreTokenizer {
   std::size_t byte_level_at_ = 0;  // index of the first ByteLevel step
 };
 
-
 }  // namespace mo::tok

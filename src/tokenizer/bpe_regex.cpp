@@ -75,11 +75,10 @@ BpeRegex::BpeRegex(const std::string& pattern, bool literal, const std::string& 
   if (literal) options = PCRE2_LITERAL | PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
   int err = 0;
   PCRE2_SIZE err_offset = 0;
-  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(), options, &err,
-                              &err_offset, nullptr);
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(), options, &err, &err_offset, nullptr);
   if (!impl_->code) {
-    throw Error(source + ": pre-tokenizer regex '" + pattern + "' does not compile at offset " +
-                std::to_string(err_offset) + ": " + pcre2_message(err));
+    throw Error(source + ": pre-tokenizer regex '" + pattern + "' does not compile at offset " + std::to_string(err_offset) + ": " +
+                pcre2_message(err));
   }
   impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;
 }

@@ -47,8 +47,10 @@ BpeTokenizer::BpeTokenizer(BpeSetup s)
     // A mapped token decodes through the byte map; raw text, or text with characters outside the map
     // (HF's ByteLevel decoder then keeps the token as is), decodes to itself.
     const int byte = s.form[id] == BpeSetup::byte ? parse_byte_token(t) : -1;
-    if (byte >= 0) bytes_[id] = std::string(1, static_cast<char>(byte));
-    else if (s.form[id] != BpeSetup::mapped || !mapped_to_bytes(t, bytes_[id])) bytes_[id] = t;
+    if (byte >= 0)
+      bytes_[id] = std::string(1, static_cast<char>(byte));
+    else if (s.form[id] != BpeSetup::mapped || !mapped_to_bytes(t, bytes_[id]))
+      bytes_[id] = t;
   }
   model_ = std::make_unique<BpeModel>(s.model_vocab, s.merges, s.model_options);
 
@@ -81,8 +83,10 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text, bool add_s
   std::vector<TextSegment> segments;
   raw_added_[parse_special ? 1 : 0].split(text, segments);
   for (const TextSegment& seg : segments) {
-    if (seg.token >= 0) out.push_back(seg.token);
-    else encode_plain(text.substr(seg.begin, seg.end - seg.begin), parse_special, out);
+    if (seg.token >= 0)
+      out.push_back(seg.token);
+    else
+      encode_plain(text.substr(seg.begin, seg.end - seg.begin), parse_special, out);
   }
   if (add_special) out.insert(out.end(), suffix_.begin(), suffix_.end());
   return out;
@@ -102,8 +106,10 @@ void BpeTokenizer::encode_plain(std::string_view text, bool parse_special, std::
   std::vector<TextSegment> segments;
   added.split(normalized, segments);
   for (const TextSegment& seg : segments) {
-    if (seg.token >= 0) out.push_back(seg.token);
-    else encode_normalized(std::string_view(normalized).substr(seg.begin, seg.end - seg.begin), out);
+    if (seg.token >= 0)
+      out.push_back(seg.token);
+    else
+      encode_normalized(std::string_view(normalized).substr(seg.begin, seg.end - seg.begin), out);
   }
 }
 

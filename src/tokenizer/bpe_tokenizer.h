@@ -26,13 +26,13 @@ struct BpeSetup {
   };
   std::vector<std::string> text;
   std::vector<std::uint8_t> form;
-  std::vector<std::uint8_t> special;  // left out of decode(skip_special)
+  std::vector<std::uint8_t> special;                          // left out of decode(skip_special)
   std::unordered_map<std::string, std::int32_t> model_vocab;  // mapped text -> id, the BPE model's tokens
   std::vector<std::pair<std::string, std::string>> merges;
   BpeModelOptions model_options;
   std::unique_ptr<PreTokenizer> pre_tokenizer;
   std::vector<AddedToken> added;
-  bool nfc = false;  // normalizer
+  bool nfc = false;                          // normalizer
   std::vector<std::int32_t> prefix, suffix;  // what add_special adds around the ids
   SpecialTokens special_tokens;
 };

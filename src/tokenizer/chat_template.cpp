@@ -25,11 +25,7 @@ std::string token_text(const nlohmann::json& config, const char* key) {
 }  // namespace
 
 ChatTemplateError::ChatTemplateError(Kind kind, std::string message, int line, int column)
-    : Error(message + position_suffix(line, column)),
-      kind_(kind),
-      message_(std::move(message)),
-      line_(line),
-      column_(column) {}
+    : Error(message + position_suffix(line, column)), kind_(kind), message_(std::move(message)), line_(line), column_(column) {}
 
 std::string render_chat_template(const std::string& tmpl, const nlohmann::ordered_json& context) {
   if (!context.is_object()) throw Error("chat template context must be a JSON object");
@@ -38,8 +34,7 @@ std::string render_chat_template(const std::string& tmpl, const nlohmann::ordere
   return jinja::render(body, vars.as_dict());
 }
 
-std::string render_chat_template(const std::string& tmpl, const std::vector<ChatMessage>& messages,
-                                 const ChatTemplateOptions& opt) {
+std::string render_chat_template(const std::string& tmpl, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& opt) {
   nlohmann::ordered_json context = nlohmann::ordered_json::object();
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const ChatMessage& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
@@ -64,8 +59,7 @@ std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_gen
   return out;
 }
 
-std::string render_chat(const std::string& tmpl, const std::vector<ChatMessage>& messages,
-                        const ChatTemplateOptions& opt) {
+std::string render_chat(const std::string& tmpl, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& opt) {
   if (tmpl.empty()) {
     log::warn("the model has no chat template; using ChatML");
     return render_chatml(messages, opt.add_generation_prompt);
@@ -100,8 +94,7 @@ ModelChatTemplate chat_template_from_tokenizer_config(const nlohmann::json& conf
 
 ModelChatTemplate chat_template_from_gguf(const gguf::File& file) {
   ModelChatTemplate out;
-  if (const gguf::Value* t = file.find("tokenizer.chat_template"); t && t->type == gguf::ValueType::string)
-    out.tmpl = t->as_string();
+  if (const gguf::Value* t = file.find("tokenizer.chat_template"); t && t->type == gguf::ValueType::string) out.tmpl = t->as_string();
   const gguf::Value* tokens = file.find("tokenizer.ggml.tokens");
   auto token = [&](const char* key) -> std::string {
     const auto id = file.get_int_opt(key);

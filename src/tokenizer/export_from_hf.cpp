@@ -28,8 +28,7 @@ bool is_byte_token(const std::string& t) {
 }
 
 std::string replace_all(std::string s, std::string_view from, std::string_view to) {
-  for (std::size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
-    s.replace(pos, from.size(), to);
+  for (std::size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
   return s;
 }
 
@@ -52,8 +51,7 @@ bool spm_adds_space_prefix(const json& tj) {
     }
     return false;
   };
-  return prepends(tj.value("normalizer", json(nullptr)), prepends) ||
-         prepends(tj.value("pre_tokenizer", json(nullptr)), prepends);
+  return prepends(tj.value("normalizer", json(nullptr)), prepends) || prepends(tj.value("pre_tokenizer", json(nullptr)), prepends);
 }
 
 // llama.cpp normalizes nothing but SentencePiece's spaces, so any other normalizer would change
@@ -65,9 +63,9 @@ void check_normalizer(const json& n, bool spm) {
     for (const auto& step : n.value("normalizers", json::array())) check_normalizer(step, spm);
     return;
   }
-  const bool ok = spm ? (type == "Prepend" && n.value("prepend", "") == kSpmSpace) ||
-                            (type == "Replace" && n.value("content", "") == kSpmSpace)
-                      : type == "NFC";
+  const bool ok =
+      spm ? (type == "Prepend" && n.value("prepend", "") == kSpmSpace) || (type == "Replace" && n.value("content", "") == kSpmSpace)
+          : type == "NFC";
   if (!ok)
     throw Error(std::string(kSource) + ": normalizer " + n.dump() + " has no llama.cpp equivalent for a " +
                 (spm ? "SentencePiece-style" : "byte-level") + " vocabulary");
@@ -94,8 +92,8 @@ Vocab collect_vocab(const json& tj, const json& config, bool spm, std::int64_t v
   for (const auto& t : added) n = std::max<std::int64_t>(n, token_id(t.at("id"), "added_tokens.id") + 1);
   if (vocab_size > 0) {
     if (n > vocab_size)
-      throw Error(std::string(kSource) + ": token id " + std::to_string(n - 1) + " does not fit vocab_size " +
-                  std::to_string(vocab_size) + " (config.json)");
+      throw Error(std::string(kSource) + ": token id " + std::to_string(n - 1) + " does not fit vocab_size " + std::to_string(vocab_size) +
+                  " (config.json)");
     n = vocab_size;
   }
 
@@ -142,8 +140,7 @@ std::vector<std::string> gguf_merges(const std::vector<std::pair<std::string, st
 
 }  // namespace
 
-std::vector<std::pair<std::string, gguf::Value>> gguf_tokenizer_kv_from_hf(const json& tj, const json& config,
-                                                                           std::int64_t vocab_size) {
+std::vector<std::pair<std::string, gguf::Value>> gguf_tokenizer_kv_from_hf(const json& tj, const json& config, std::int64_t vocab_size) {
   if (!tj.is_object() || !tj.contains("model")) throw Error(std::string(kSource) + ": no \"model\" object");
   const json& model = tj["model"];
   const std::string type = model.value("type", "");

@@ -56,14 +56,15 @@ std::string gguf_pre_from_hf(const json& tokenizer_json, const json& config, con
   Flattened flat;
   flatten(tokenizer_json.value("pre_tokenizer", json(nullptr)), flat, source);
   if (!flat.byte_level)
-    throw Error(source + ": a BPE model without byte_fallback must have a ByteLevel pre-tokenizer to become a GGUF "
-                         "\"gpt2\" vocabulary");
+    throw Error(source +
+                ": a BPE model without byte_fallback must have a ByteLevel pre-tokenizer to become a GGUF "
+                "\"gpt2\" vocabulary");
   const json& model = tokenizer_json.at("model");
   const bool ignore_merges = model.value("ignore_merges", false);
   const auto found = match_pre_families(flat.patterns, ignore_merges);
   if (found.empty()) {
-    std::string message = source + ": pre-tokenizer not recognised as one of llama.cpp's (known: " +
-                          join(known_pre_names()) + "); its Split patterns are";
+    std::string message =
+        source + ": pre-tokenizer not recognised as one of llama.cpp's (known: " + join(known_pre_names()) + "); its Split patterns are";
     for (const auto& p : flat.patterns) message += "\n  " + p;
     if (!match_pre_families(flat.patterns, !ignore_merges).empty())
       message += "\n(the patterns are known, but with model.ignore_merges " + std::string(ignore_merges ? "false" : "true") + ")";

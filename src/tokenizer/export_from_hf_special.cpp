@@ -20,8 +20,8 @@ struct AddFlags {
 
 // The leading / trailing SpecialToken of TemplateProcessing's "single" says whether BOS / EOS is
 // added; with no tokenizer_config.json they also name the BOS / EOS tokens.
-void read_template(const json& processor, std::optional<std::string>& bos, std::optional<std::string>& eos,
-                   bool have_config, AddFlags& add) {
+void read_template(const json& processor, std::optional<std::string>& bos, std::optional<std::string>& eos, bool have_config,
+                   AddFlags& add) {
   if (processor.is_null()) return;
   if (processor.value("type", "") == "Sequence") {
     for (const auto& p : processor.value("processors", json::array())) read_template(p, bos, eos, have_config, add);

@@ -88,8 +88,7 @@ GgufVocab read_gguf_vocab(const gguf::File& f) {
   const auto n = static_cast<std::int64_t>(v.tokens.size());
 
   if (const auto* scores = array_key(f, "tokenizer.ggml.scores", n))
-    v.scores = elements<float>(f, "tokenizer.ggml.scores", *scores,
-                               [](const Value& e) { return static_cast<float>(e.as_number()); });
+    v.scores = elements<float>(f, "tokenizer.ggml.scores", *scores, [](const Value& e) { return static_cast<float>(e.as_number()); });
   if (const auto* types = array_key(f, "tokenizer.ggml.token_type", n))
     v.types = elements<std::int32_t>(f, "tokenizer.ggml.token_type", *types,
                                      [](const Value& e) { return static_cast<std::int32_t>(e.as_int()); });

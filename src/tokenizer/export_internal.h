@@ -35,10 +35,10 @@ struct PreName {
 // Pre-type names that share one pre-tokenizer (regex list and ignore_merges); they differ only in
 // flags, so the HF side cannot tell them apart.
 struct PreFamily {
-  std::vector<PreName> names;                       // the first is the canonical name
-  std::vector<std::string> regexes;                 // Split patterns (Isolated) written to tokenizer.json
-  std::vector<std::vector<std::string>> variants;   // other pattern lists that mean the same
-  bool ignore_merges = false;                       // a whole pre-token in the vocabulary is one token
+  std::vector<PreName> names;                      // the first is the canonical name
+  std::vector<std::string> regexes;                // Split patterns (Isolated) written to tokenizer.json
+  std::vector<std::vector<std::string>> variants;  // other pattern lists that mean the same
+  bool ignore_merges = false;                      // a whole pre-token in the vocabulary is one token
 };
 
 // The family holding `name` (nullptr when unknown); `*which` is set to the entry for `name`.
@@ -68,8 +68,7 @@ std::vector<std::pair<std::string, std::string>> spm_merges_from_scores(const st
 // SentencePiece-style scores for `tokens` whose order of merged tokens reproduces `merges`' ranks:
 // a NORMAL token scores -(id - first NORMAL id), as SentencePiece BPE training assigns them, lowered
 // where needed so each merge result scores below every result of an earlier merge.
-std::vector<float> spm_scores_from_merges(const std::vector<std::string>& tokens,
-                                          const std::vector<std::int32_t>& types,
+std::vector<float> spm_scores_from_merges(const std::vector<std::string>& tokens, const std::vector<std::int32_t>& types,
                                           const std::vector<std::pair<std::string, std::string>>& merges);
 
 // convert_hf_to_gguf.py does_token_look_special: "<|...|>", "<｜...｜>", "<pad>", "<unused...>", ...
@@ -84,28 +83,28 @@ std::vector<std::pair<std::string, std::string>> parse_hf_merges(const nlohmann:
 // The tokenizer keys of a GGUF file, read and checked once.
 struct GgufVocab {
   std::string path;
-  std::string model;                 // tokenizer.ggml.model
-  std::optional<std::string> pre;    // tokenizer.ggml.pre
+  std::string model;               // tokenizer.ggml.model
+  std::optional<std::string> pre;  // tokenizer.ggml.pre
   std::vector<std::string> tokens;
-  std::vector<float> scores;         // empty when absent
-  std::vector<std::int32_t> types;   // NORMAL when absent
-  std::vector<std::string> merges;   // "left right", empty when absent
+  std::vector<float> scores;                       // empty when absent
+  std::vector<std::int32_t> types;                 // NORMAL when absent
+  std::vector<std::string> merges;                 // "left right", empty when absent
   std::optional<std::int32_t> bos, eos, unk, pad;  // only ids inside the vocabulary
   std::optional<bool> add_bos, add_eos, add_space_prefix;
   std::optional<std::string> chat_template;
   std::vector<std::pair<std::string, std::string>> named_chat_templates;  // tokenizer.chat_template.<name>
-  std::optional<std::int64_t> context_length;  // <arch>.context_length
+  std::optional<std::int64_t> context_length;                             // <arch>.context_length
 };
 GgufVocab read_gguf_vocab(const gguf::File& f);
 
 // What hf_tokenizer_from_gguf decided about a GGUF vocabulary.
 struct HfPlan {
-  bool spm = false;                    // tokenizer.ggml.model "llama"; otherwise "gpt2"
-  std::string pre;                     // gpt2: llama.cpp pre-tokenizer name
-  const PreFamily* family = nullptr;   // gpt2: its Split regexes
+  bool spm = false;                   // tokenizer.ggml.model "llama"; otherwise "gpt2"
+  std::string pre;                    // gpt2: llama.cpp pre-tokenizer name
+  const PreFamily* family = nullptr;  // gpt2: its Split regexes
   bool add_bos = false, add_eos = false;
-  bool add_space_prefix = true;        // spm: "▁" put in front of the text
-  bool clean_spaces = false;           // llama.cpp's clean_spaces for this vocabulary
+  bool add_space_prefix = true;  // spm: "▁" put in front of the text
+  bool clean_spaces = false;     // llama.cpp's clean_spaces for this vocabulary
 };
 nlohmann::json hf_tokenizer_config(const GgufVocab& v, const HfPlan& plan);
 nlohmann::json hf_special_tokens_map(const GgufVocab& v);
@@ -118,8 +117,7 @@ using KeyValues = std::vector<std::pair<std::string, gguf::Value>>;
 // clean_up_tokenization_spaces. Throws Error listing the patterns when none matches.
 std::string gguf_pre_from_hf(const nlohmann::json& tokenizer_json, const nlohmann::json& config, const std::string& source);
 // Special token ids, add_bos/add_eos and chat templates, as gguf-py's SpecialVocab reads them.
-void append_special_kv(const nlohmann::json& tokenizer_json, const nlohmann::json& config, std::size_t n_tokens,
-                       KeyValues& out);
+void append_special_kv(const nlohmann::json& tokenizer_json, const nlohmann::json& config, std::size_t n_tokens, KeyValues& out);
 // The token id for `text`: an added token with that content first, then the model vocabulary.
 std::optional<std::int64_t> hf_token_id(const nlohmann::json& tokenizer_json, const std::string& text);
 // The content of tokenizer_config.json's `key` ("bos_token": "<s>" or {"content": "<s>", ...}).

@@ -44,12 +44,15 @@ const std::string kBloom = tok::kBloomRegex;
 
 std::vector<PreFamily> build_families() {
   std::vector<PreFamily> f;
-  f.push_back({{{"default", true, false}},
-               {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2LlamaCpp, R"(\p{N}+)", "[0-9][0-9][0-9]"},
-               {},
-               false});
-  f.push_back({{{"llama-bpe", true, true}, {"llama3", true, true}, {"llama-v3", true, true}, {"falcon3", true, true},
-                {"falcon-h1", true, true}, {"pixtral", true, true}, {"midm-2.0", true, true}, {"lfm2", true, true},
+  f.push_back({{{"default", true, false}}, {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2LlamaCpp, R"(\p{N}+)", "[0-9][0-9][0-9]"}, {}, false});
+  f.push_back({{{"llama-bpe", true, true},
+                {"llama3", true, true},
+                {"llama-v3", true, true},
+                {"falcon3", true, true},
+                {"falcon-h1", true, true},
+                {"pixtral", true, true},
+                {"midm-2.0", true, true},
+                {"lfm2", true, true},
                 {"jina-v5-nano", true, true}},
                {kLlama3},
                {{kLlama3Adapted}},
@@ -58,23 +61,46 @@ std::vector<PreFamily> build_families() {
                {kLlama3},
                {{kLlama3Adapted}},
                false});
-  f.push_back({{{"qwen2", false, false}, {"deepseek-r1-qwen", false, false}, {"kormo", false, false},
-                {"f2llmv2", false, false}, {"hunyuan", false, false}, {"solar-open", false, false}, {"grok-2", false, false},
-                {"stablelm2", true, false}, {"megrez", true, false}},
+  f.push_back({{{"qwen2", false, false},
+                {"deepseek-r1-qwen", false, false},
+                {"kormo", false, false},
+                {"f2llmv2", false, false},
+                {"hunyuan", false, false},
+                {"solar-open", false, false},
+                {"grok-2", false, false},
+                {"stablelm2", true, false},
+                {"megrez", true, false}},
                {kQwen2},
                {{kQwen2Adapted}},
                false});
   f.push_back({{{"qwen35", false, false}}, {kQwen35}, {{kQwen35Adapted}}, false});
-  f.push_back({{{"gpt-2", true, false}, {"mpt", true, false}, {"olmo", true, false}, {"phi-2", true, false},
-                {"jais", true, false}, {"exaone4", true, false}, {"a.x-4.0", true, false}, {"mellum", true, false},
-                {"gigachat", true, false}, {"jina-es", true, false}, {"jina-de", true, false}, {"jina-v2-es", true, false},
-                {"jina-v2-de", true, false}, {"modern-bert", true, false}, {"trillion", false, false},
+  f.push_back({{{"gpt-2", true, false},
+                {"mpt", true, false},
+                {"olmo", true, false},
+                {"phi-2", true, false},
+                {"jais", true, false},
+                {"exaone4", true, false},
+                {"a.x-4.0", true, false},
+                {"mellum", true, false},
+                {"gigachat", true, false},
+                {"jina-es", true, false},
+                {"jina-de", true, false},
+                {"jina-v2-es", true, false},
+                {"jina-v2-de", true, false},
+                {"modern-bert", true, false},
+                {"trillion", false, false},
                 {"granite-docling", false, false}},
                {kGpt2Regex},
                {{kGpt2LlamaCpp}},
                false});
-  f.push_back({{{"starcoder", true, false}, {"refact", true, false}, {"codeshell", true, false}, {"exaone", true, false},
-                {"minerva-7b", true, false}, {"mellum2", true, false}, {"smollm", false, false}, {"command-r", false, false}},
+  f.push_back({{{"starcoder", true, false},
+                {"refact", true, false},
+                {"codeshell", true, false},
+                {"exaone", true, false},
+                {"minerva-7b", true, false},
+                {"mellum2", true, false},
+                {"smollm", false, false},
+                {"command-r", false, false}},
                {R"(\p{N})", kGpt2Regex},
                {{R"(\p{N})", kGpt2LlamaCpp}},
                false});
@@ -84,16 +110,9 @@ std::vector<PreFamily> build_families() {
                {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2LlamaCpp, "[0-9][0-9][0-9]"},
                {{kPunctuationContiguous, kGpt2Regex, R"(\p{N}+)", "[0-9][0-9][0-9]"}},
                false});
-  f.push_back({{{"deepseek-llm", false, false}},
-               {"[\r\n]", kDeepseekLetters, kDeepseekPunct, R"(\s+$)", kCjk, R"(\p{N}+)"},
-               {},
-               false});
-  f.push_back({{{"deepseek-coder", false, false}},
-               {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kCjk, R"(\p{N})"},
-               {},
-               false});
-  f.push_back({{{"deepseek-v3", false, false}, {"hunyuan-dense", false, false}, {"joyai-llm", false, false},
-                {"hy_v4", false, false}},
+  f.push_back({{{"deepseek-llm", false, false}}, {"[\r\n]", kDeepseekLetters, kDeepseekPunct, R"(\s+$)", kCjk, R"(\p{N}+)"}, {}, false});
+  f.push_back({{{"deepseek-coder", false, false}}, {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kCjk, R"(\p{N})"}, {}, false});
+  f.push_back({{{"deepseek-v3", false, false}, {"hunyuan-dense", false, false}, {"joyai-llm", false, false}, {"hy_v4", false, false}},
                {R"(\p{N}{1,3})", R"([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)",
                 "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
                 "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
@@ -102,7 +121,10 @@ std::vector<PreFamily> build_families() {
   f.push_back({{{"bloom", true, false}, {"gpt3-finnish", true, false}, {"poro-chat", false, false}}, {kBloom}, {}, false});
   f.push_back({{{"viking", false, false}}, {kBloom, R"(\p{N})"}, {}, false});
   f.push_back({{{"tekken", false, true}}, {kTekken}, {{kTekkenAdapted}}, true});
-  f.push_back({{{"gpt-4o", false, false}, {"llama4", false, false}, {"kanana2", false, false}, {"talkie", false, false},
+  f.push_back({{{"gpt-4o", false, false},
+                {"llama4", false, false},
+                {"kanana2", false, false},
+                {"talkie", false, false},
                 {"minimax-m2", false, false}},
                {kGpt4o},
                {{kGpt4oAdapted}},

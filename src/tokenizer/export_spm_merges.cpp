@@ -33,12 +33,10 @@ std::vector<std::pair<std::string, std::string>> spm_merges_from_scores(const st
     for (std::size_t k = 1; k < starts.size(); ++k) {
       const auto l = id_of.find(t.substr(0, starts[k]));
       const auto r = id_of.find(t.substr(starts[k]));
-      if (l != id_of.end() && r != id_of.end())
-        local.push_back({l->second, r->second, scores[id], k, starts.size() - k});
+      if (l != id_of.end() && r != id_of.end()) local.push_back({l->second, r->second, scores[id], k, starts.size() - k});
     }
-    std::stable_sort(local.begin(), local.end(), [](const Merge& a, const Merge& b) {
-      return a.left != b.left ? a.left < b.left : a.right < b.right;
-    });
+    std::stable_sort(local.begin(), local.end(),
+                     [](const Merge& a, const Merge& b) { return a.left != b.left ? a.left < b.left : a.right < b.right; });
     merges.insert(merges.end(), local.begin(), local.end());
   }
   // Python's sorted(..., reverse=True) is stable: equal keys keep their order.
@@ -54,8 +52,7 @@ std::vector<std::pair<std::string, std::string>> spm_merges_from_scores(const st
   return out;
 }
 
-std::vector<float> spm_scores_from_merges(const std::vector<std::string>& tokens,
-                                          const std::vector<std::int32_t>& types,
+std::vector<float> spm_scores_from_merges(const std::vector<std::string>& tokens, const std::vector<std::int32_t>& types,
                                           const std::vector<std::pair<std::string, std::string>>& merges) {
   std::unordered_map<std::string_view, std::int32_t> id_of;
   id_of.reserve(tokens.size());

@@ -147,9 +147,7 @@ json post_processor_json(const GgufVocab& v, const HfPlan& plan) {
     if (plan.spm) return nullptr;
     return {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
   }
-  const auto special = [&](std::int32_t id, int type_id) {
-    return json{{"SpecialToken", {{"id", v.tokens[id]}, {"type_id", type_id}}}};
-  };
+  const auto special = [&](std::int32_t id, int type_id) { return json{{"SpecialToken", {{"id", v.tokens[id]}, {"type_id", type_id}}}}; };
   const auto sequence = [](const char* id, int type_id) { return json{{"Sequence", {{"id", id}, {"type_id", type_id}}}}; };
   json single = json::array(), pair = json::array(), specials = json::object();
   for (int seq = 0; seq < 2; ++seq) {

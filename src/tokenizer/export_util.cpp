@@ -30,8 +30,8 @@ bool token_looks_special(std::string_view t) {
 }
 
 nlohmann::json added_token_json(std::int64_t id, const std::string& content, bool special) {
-  return {{"id", id},          {"content", content}, {"single_word", false}, {"lstrip", false},
-          {"rstrip", false},   {"normalized", false}, {"special", special}};
+  return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", false}, {"special", special}};
 }
 
 std::vector<std::pair<std::string, std::string>> parse_hf_merges(const nlohmann::json& merges, const std::string& source) {

@@ -9,10 +9,7 @@
 
 namespace mo::tok {
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 void write_hf_tokenizer_files(const HfTokenizerFiles& files, const std::string& dir) {
   std::error_code ec;

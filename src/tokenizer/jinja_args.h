@@ -14,8 +14,7 @@ class Args {
       : call_(call), what_(std::move(what)), names_(std::move(names)), values_(names_.size()), given_(names_.size()) {
     if (call.positional.size() > names_.size())
       fail(ChatTemplateError::Kind::kRuntime, call.loc,
-           what_ + " takes at most " + std::to_string(names_.size()) + " arguments (" +
-               std::to_string(call.positional.size()) + " given)");
+           what_ + " takes at most " + std::to_string(names_.size()) + " arguments (" + std::to_string(call.positional.size()) + " given)");
     for (std::size_t i = 0; i < call.positional.size(); ++i) set(i, call.positional[i]);
     for (const auto& [key, v] : call.keyword) {
       std::size_t i = 0;
@@ -26,8 +25,7 @@ class Args {
       set(i, v);
     }
     for (std::size_t i = 0; i < required; ++i)
-      if (!given_[i])
-        fail(ChatTemplateError::Kind::kRuntime, call.loc, what_ + " is missing the argument '" + names_[i] + "'");
+      if (!given_[i]) fail(ChatTemplateError::Kind::kRuntime, call.loc, what_ + " is missing the argument '" + names_[i] + "'");
   }
 
   bool has(std::size_t i) const { return given_[i]; }
@@ -37,16 +35,14 @@ class Args {
   int64_t integer(std::size_t i, int64_t def) const {
     if (!given_[i]) return def;
     if (!values_[i].is_integral())
-      fail(ChatTemplateError::Kind::kRuntime, call_.loc,
-           what_ + ": '" + names_[i] + "' must be an integer, not " + type_name(values_[i]));
+      fail(ChatTemplateError::Kind::kRuntime, call_.loc, what_ + ": '" + names_[i] + "' must be an integer, not " + type_name(values_[i]));
     return values_[i].as_int();
   }
   // A str argument; none when absent or None.
   std::optional<std::string> text(std::size_t i) const {
     if (!given_[i] || values_[i].is_none()) return std::nullopt;
     if (!values_[i].is_string())
-      fail(ChatTemplateError::Kind::kRuntime, call_.loc,
-           what_ + ": '" + names_[i] + "' must be a string, not " + type_name(values_[i]));
+      fail(ChatTemplateError::Kind::kRuntime, call_.loc, what_ + ": '" + names_[i] + "' must be a string, not " + type_name(values_[i]));
     return values_[i].as_string();
   }
   const Loc& loc() const { return call_.loc; }

@@ -68,9 +68,9 @@ struct Stmt {
   Loc loc;
   std::string text;
   ExprPtr expr;
-  ExprPtr filter;                 // kFor: the `if` condition; kSetBlock / kFilterBlock: the filter chain
+  ExprPtr filter;  // kFor: the `if` condition; kSetBlock / kFilterBlock: the filter chain
   std::vector<std::string> targets;
-  std::string attr;               // kSet on a namespace: `ns.attr`
+  std::string attr;  // kSet on a namespace: `ns.attr`
   std::vector<std::pair<ExprPtr, Body>> branches;
   Body body;
   Body else_body;

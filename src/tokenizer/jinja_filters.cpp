@@ -103,8 +103,10 @@ Value f_tojson(const Value& v, const CallArgs& c) {
   JsonStyle style;
   style.ensure_ascii = a.flag(0, false);
   if (a.has(1) && !a.get(1).is_none()) {
-    if (a.get(1).is_string()) style.indent = a.get(1).as_string();
-    else style.indent = std::string(static_cast<std::size_t>(std::max<int64_t>(0, check_width(a.integer(1, 0), c.loc))), ' ');
+    if (a.get(1).is_string())
+      style.indent = a.get(1).as_string();
+    else
+      style.indent = std::string(static_cast<std::size_t>(std::max<int64_t>(0, check_width(a.integer(1, 0), c.loc))), ' ');
     style.item_sep = ",";
   }
   if (a.has(2) && !a.get(2).is_none()) {
@@ -145,8 +147,8 @@ Value f_title(const Value& v, const CallArgs& c) {
 
 Value f_replace(const Value& v, const CallArgs& c) {
   Args a(c, "filter 'replace'", {"old", "new", "count"}, 2);
-  return Value::string(py_replace(c.loc, to_str(v), to_str(a.get(0)), to_str(a.get(1)),
-                                  a.has(2) && !a.get(2).is_none() ? a.integer(2, -1) : -1));
+  return Value::string(
+      py_replace(c.loc, to_str(v), to_str(a.get(0)), to_str(a.get(1)), a.has(2) && !a.get(2).is_none() ? a.integer(2, -1) : -1));
 }
 
 Value f_list(const Value& v, const CallArgs& c) {
@@ -415,16 +417,45 @@ Value f_attr(const Value& v, const CallArgs& c) {
 
 const std::unordered_map<std::string, FilterFn>& filters() {
   static const std::unordered_map<std::string, FilterFn> kFilters = {
-      {"abs", f_abs},         {"attr", f_attr},         {"capitalize", f_capitalize}, {"count", f_length},
-      {"d", f_default},       {"default", f_default},   {"dictsort", f_dictsort},     {"e", f_escape},
-      {"escape", f_escape},   {"first", f_first},       {"float", f_float},           {"forceescape", f_escape},
-      {"indent", f_indent},   {"int", f_int},           {"items", f_items},           {"join", f_join},
-      {"last", f_last},       {"length", f_length},     {"list", f_list},             {"lower", f_lower},
-      {"map", f_map},         {"max", f_max},           {"min", f_min},               {"reject", f_reject},
-      {"rejectattr", f_rejectattr}, {"replace", f_replace}, {"reverse", f_reverse},   {"round", f_round},
-      {"safe", f_safe},       {"select", f_select},     {"selectattr", f_selectattr}, {"sort", f_sort},
-      {"string", f_string},   {"sum", f_sum},           {"title", f_title},           {"tojson", f_tojson},
-      {"trim", f_trim},       {"unique", f_unique},     {"upper", f_upper},
+      {"abs", f_abs},
+      {"attr", f_attr},
+      {"capitalize", f_capitalize},
+      {"count", f_length},
+      {"d", f_default},
+      {"default", f_default},
+      {"dictsort", f_dictsort},
+      {"e", f_escape},
+      {"escape", f_escape},
+      {"first", f_first},
+      {"float", f_float},
+      {"forceescape", f_escape},
+      {"indent", f_indent},
+      {"int", f_int},
+      {"items", f_items},
+      {"join", f_join},
+      {"last", f_last},
+      {"length", f_length},
+      {"list", f_list},
+      {"lower", f_lower},
+      {"map", f_map},
+      {"max", f_max},
+      {"min", f_min},
+      {"reject", f_reject},
+      {"rejectattr", f_rejectattr},
+      {"replace", f_replace},
+      {"reverse", f_reverse},
+      {"round", f_round},
+      {"safe", f_safe},
+      {"select", f_select},
+      {"selectattr", f_selectattr},
+      {"sort", f_sort},
+      {"string", f_string},
+      {"sum", f_sum},
+      {"title", f_title},
+      {"tojson", f_tojson},
+      {"trim", f_trim},
+      {"unique", f_unique},
+      {"upper", f_upper},
   };
   return kFilters;
 }
@@ -432,14 +463,12 @@ const std::unordered_map<std::string, FilterFn>& filters() {
 // ---- tests ----
 
 const Value& other(const Value&, const CallArgs& c, const char* name) {
-  if (c.positional.size() != 1 || !c.keyword.empty())
-    fail(kRuntime, c.loc, std::string("test '") + name + "' takes one argument");
+  if (c.positional.size() != 1 || !c.keyword.empty()) fail(kRuntime, c.loc, std::string("test '") + name + "' takes one argument");
   return c.positional[0];
 }
 
 bool no_args(const CallArgs& c, const char* name) {
-  if (!c.positional.empty() || !c.keyword.empty())
-    fail(kRuntime, c.loc, std::string("test '") + name + "' takes no arguments");
+  if (!c.positional.empty() || !c.keyword.empty()) fail(kRuntime, c.loc, std::string("test '") + name + "' takes no arguments");
   return true;
 }
 
@@ -500,16 +529,45 @@ bool t_escaped(const Value&, const CallArgs& c) {
 
 const std::unordered_map<std::string, TestFn>& tests() {
   static const std::unordered_map<std::string, TestFn> kTests = {
-      {"defined", t_defined},   {"undefined", t_undefined}, {"none", t_none},       {"boolean", t_boolean},
-      {"true", t_true},         {"false", t_false},         {"integer", t_integer}, {"float", t_float},
-      {"number", t_number},     {"string", t_string},       {"mapping", t_mapping}, {"iterable", t_iterable},
-      {"sequence", t_sequence}, {"callable", t_callable},   {"sameas", t_sameas},   {"eq", t_eq},
-      {"equalto", t_eq},        {"==", t_eq},               {"ne", t_ne},           {"!=", t_ne},
-      {"lt", t_lt},             {"lessthan", t_lt},         {"<", t_lt},            {"le", t_le},
-      {"<=", t_le},             {"gt", t_gt},               {"greaterthan", t_gt},  {">", t_gt},
-      {"ge", t_ge},             {">=", t_ge},               {"in", t_in},           {"divisibleby", t_divisibleby},
-      {"even", t_even},         {"odd", t_odd},             {"lower", t_lower},     {"upper", t_upper},
-      {"filter", t_filter},     {"test", t_test},           {"escaped", t_escaped},
+      {"defined", t_defined},
+      {"undefined", t_undefined},
+      {"none", t_none},
+      {"boolean", t_boolean},
+      {"true", t_true},
+      {"false", t_false},
+      {"integer", t_integer},
+      {"float", t_float},
+      {"number", t_number},
+      {"string", t_string},
+      {"mapping", t_mapping},
+      {"iterable", t_iterable},
+      {"sequence", t_sequence},
+      {"callable", t_callable},
+      {"sameas", t_sameas},
+      {"eq", t_eq},
+      {"equalto", t_eq},
+      {"==", t_eq},
+      {"ne", t_ne},
+      {"!=", t_ne},
+      {"lt", t_lt},
+      {"lessthan", t_lt},
+      {"<", t_lt},
+      {"le", t_le},
+      {"<=", t_le},
+      {"gt", t_gt},
+      {"greaterthan", t_gt},
+      {">", t_gt},
+      {"ge", t_ge},
+      {">=", t_ge},
+      {"in", t_in},
+      {"divisibleby", t_divisibleby},
+      {"even", t_even},
+      {"odd", t_odd},
+      {"lower", t_lower},
+      {"upper", t_upper},
+      {"filter", t_filter},
+      {"test", t_test},
+      {"escaped", t_escaped},
   };
   return kTests;
 }
@@ -520,9 +578,9 @@ bool has_filter(const std::string& name) { return filters().count(name) > 0; }
 bool has_test(const std::string& name) { return tests().count(name) > 0; }
 
 bool is_jinja_filter(const std::string& name) {
-  static const std::set<std::string> kOthers = {"batch", "center", "filesizeformat", "format", "groupby", "pprint",
-                                                "random", "slice", "striptags", "truncate", "urlencode", "urlize",
-                                                "wordcount", "wordwrap", "xmlattr"};
+  static const std::set<std::string> kOthers = {"batch",     "center", "filesizeformat", "format",    "groupby",
+                                                "pprint",    "random", "slice",          "striptags", "truncate",
+                                                "urlencode", "urlize", "wordcount",      "wordwrap",  "xmlattr"};
   return has_filter(name) || kOthers.count(name) > 0;
 }
 
@@ -531,8 +589,7 @@ bool is_jinja_test(const std::string& name) { return has_test(name); }
 Value apply_filter(const std::string& name, const Value& value, const CallArgs& args) {
   const auto it = filters().find(name);
   if (it == filters().end())
-    fail(kUnsupported, args.loc,
-         is_jinja_filter(name) ? "filter '" + name + "' is not supported" : "no filter named '" + name + "'");
+    fail(kUnsupported, args.loc, is_jinja_filter(name) ? "filter '" + name + "' is not supported" : "no filter named '" + name + "'");
   return it->second(value, args);
 }
 

@@ -68,9 +68,7 @@ class Interpreter {
         assign(s, std::move(v));
         return Flow::kNormal;
       }
-      case Stmt::Kind::kFilterBlock:
-        out += to_str(eval_filter_chain(*s.filter, Value::string(render_inner(s.body))));
-        return Flow::kNormal;
+      case Stmt::Kind::kFilterBlock: out += to_str(eval_filter_chain(*s.filter, Value::string(render_inner(s.body)))); return Flow::kNormal;
       case Stmt::Kind::kScope: out += render_inner(s.body); return Flow::kNormal;
       case Stmt::Kind::kBreak: return Flow::kBreak;
       case Stmt::Kind::kContinue: return Flow::kContinue;
@@ -98,8 +96,7 @@ class Interpreter {
       fail(kRuntime, loc,
            items.size() > targets.size()
                ? "too many values to unpack (expected " + std::to_string(targets.size()) + ")"
-               : "not enough values to unpack (expected " + std::to_string(targets.size()) + ", got " +
-                     std::to_string(items.size()) + ")");
+               : "not enough values to unpack (expected " + std::to_string(targets.size()) + ", got " + std::to_string(items.size()) + ")");
     for (std::size_t i = 0; i < targets.size(); ++i) scopes_.back()[targets[i]] = items[i];
   }
 
@@ -109,8 +106,7 @@ class Interpreter {
       return;
     }
     const Value target = lookup(s.targets[0]);
-    if (target.kind() != Kind::kNamespace)
-      fail(kRuntime, s.loc, "cannot assign attribute on non-namespace object");
+    if (target.kind() != Kind::kNamespace) fail(kRuntime, s.loc, "cannot assign attribute on non-namespace object");
     target.namespace_attrs().set(s.attr, std::move(v));
   }
 
@@ -174,14 +170,17 @@ class Interpreter {
 
   void step(const Loc& loc) {
     if (++steps_ > kMaxSteps)
-      fail(ChatTemplateError::Kind::kLimit, loc, "more than " + std::to_string(kMaxSteps) + " evaluation steps (a loop that does not end?)");
+      fail(ChatTemplateError::Kind::kLimit, loc,
+           "more than " + std::to_string(kMaxSteps) + " evaluation steps (a loop that does not end?)");
   }
 
   Value eval(const Expr& e) {
     step(e.loc);
     Value v = eval_node(e);
-    if (v.is_string()) check_bytes(v.as_string().size(), e.loc);
-    else if (v.is_list()) check_items(v.as_list().size(), e.loc);
+    if (v.is_string())
+      check_bytes(v.as_string().size(), e.loc);
+    else if (v.is_list())
+      check_items(v.as_list().size(), e.loc);
     return v;
   }
 
@@ -213,8 +212,7 @@ class Interpreter {
           if (!e.items[i]) continue;
           const Value b = eval(*e.items[i]);
           if (b.is_none()) continue;
-          if (!b.is_integral())
-            fail(kRuntime, e.items[i]->loc, "slice indices must be integers or None");
+          if (!b.is_integral()) fail(kRuntime, e.items[i]->loc, "slice indices must be integers or None");
           bounds[i] = b.as_int();
         }
         return slice(obj, bounds[0], bounds[1], bounds[2], e.loc);
@@ -289,10 +287,14 @@ class Interpreter {
       const std::string& op = e.ops[i];
       const Loc& loc = e.items[i + 1]->loc;
       bool ok;
-      if (op == "==") ok = equals(left, right);
-      else if (op == "!=") ok = !equals(left, right);
-      else if (op == "in") ok = contains(right, left, loc);
-      else if (op == "not in") ok = !contains(right, left, loc);
+      if (op == "==")
+        ok = equals(left, right);
+      else if (op == "!=")
+        ok = !equals(left, right);
+      else if (op == "in")
+        ok = contains(right, left, loc);
+      else if (op == "not in")
+        ok = !contains(right, left, loc);
       else {
         const int c = compare(left, right, loc);
         ok = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;

@@ -176,8 +176,7 @@ class Lexer {
     std::vector<char> brackets;
     std::size_t p = after;
     while (true) {
-      if (p >= src_.size())
-        fail(kSyntax, loc(tag), std::string("unexpected end of template, expected '") + (block ? "%}" : "}}") + "'");
+      if (p >= src_.size()) fail(kSyntax, loc(tag), std::string("unexpected end of template, expected '") + (block ? "%}" : "}}") + "'");
       if (brackets.empty() && end_tag(block, p)) return;
       if (std::size_t n = space_at(p)) {
         p += n;
@@ -200,16 +199,14 @@ class Lexer {
         for (const char* o : kOps2)
           if (starts_with(p, o)) op = o;
         if (op.empty()) {
-          if (std::strchr("+-/*%~[](){}><=.:|,;", c) == nullptr || c == 0)
-            fail(kSyntax, at, std::string("unexpected char '") + c + "'");
+          if (std::strchr("+-/*%~[](){}><=.:|,;", c) == nullptr || c == 0) fail(kSyntax, at, std::string("unexpected char '") + c + "'");
           op = std::string(1, c);
         }
         if (op == "(" || op == "[" || op == "{") {
           brackets.push_back(op == "(" ? ')' : op == "[" ? ']' : '}');
         } else if (op == ")" || op == "]" || op == "}") {
           if (brackets.empty()) fail(kSyntax, at, "unexpected '" + op + "'");
-          if (brackets.back() != op[0])
-            fail(kSyntax, at, "unexpected '" + op + "', expected '" + std::string(1, brackets.back()) + "'");
+          if (brackets.back() != op[0]) fail(kSyntax, at, "unexpected '" + op + "', expected '" + std::string(1, brackets.back()) + "'");
           brackets.pop_back();
         }
         out_.push_back(Token{Tok::kOp, op, 0, 0, at});
@@ -272,8 +269,7 @@ class Lexer {
       const std::size_t e = scan_digits(b, is_digit);
       if (e > b) {
         const int base = base_char == 'x' ? 16 : base_char == 'o' ? 8 : 2;
-        out_.push_back(Token{Tok::kInt, "", static_cast<int64_t>(std::stoull(digits_only(src_.substr(b, e - b)), nullptr, base)),
-                             0, at});
+        out_.push_back(Token{Tok::kInt, "", static_cast<int64_t>(std::stoull(digits_only(src_.substr(b, e - b)), nullptr, base)), 0, at});
         return e;
       }
     }
@@ -295,8 +291,10 @@ class Lexer {
     const std::string text = digits_only(src_.substr(p, e - p));
     Token t{is_float ? Tok::kFloat : Tok::kInt, text, 0, 0, at};
     try {
-      if (is_float) t.float_value = std::stod(text);
-      else t.int_value = std::stoll(text);
+      if (is_float)
+        t.float_value = std::stod(text);
+      else
+        t.int_value = std::stoll(text);
     } catch (const std::out_of_range&) {
       fail(kUnsupported, at, "number out of range: " + text);
     }

@@ -14,9 +14,7 @@ constexpr auto kRuntime = ChatTemplateError::Kind::kRuntime;
 constexpr auto kUnsupported = ChatTemplateError::Kind::kUnsupported;
 
 // Code point index of a byte offset in `s`.
-int64_t cp_index(const std::string& s, std::size_t byte) {
-  return static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, byte)));
-}
+int64_t cp_index(const std::string& s, std::size_t byte) { return static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, byte))); }
 
 bool all_of_cps(const std::string& s, bool (*pred)(char32_t)) {
   if (s.empty()) return false;
@@ -28,8 +26,8 @@ bool all_of_cps(const std::string& s, bool (*pred)(char32_t)) {
 bool affix_match(const std::string& s, const Value& affix, bool prefix, const Loc& loc) {
   auto one = [&](const Value& a) {
     if (!a.is_string())
-      fail(kRuntime, loc, std::string(prefix ? "startswith" : "endswith") + " first arg must be str or a tuple of str, not " +
-                              type_name(a));
+      fail(kRuntime, loc,
+           std::string(prefix ? "startswith" : "endswith") + " first arg must be str or a tuple of str, not " + type_name(a));
     const std::string& t = a.as_string();
     if (t.size() > s.size()) return false;
     return prefix ? s.compare(0, t.size(), t) == 0 : s.compare(s.size() - t.size(), t.size(), t) == 0;
@@ -93,11 +91,26 @@ std::optional<Value> str_method(const Value& obj, const std::string& name) {
       return Value::boolean(affix_match(s, a.get(0), prefix, c.loc));
     });
   }
-  if (name == "upper") return method([=](const CallArgs& c) { Args a(c, what, {}); return Value::string(py_upper(s)); });
-  if (name == "lower") return method([=](const CallArgs& c) { Args a(c, what, {}); return Value::string(py_lower(s)); });
-  if (name == "title") return method([=](const CallArgs& c) { Args a(c, what, {}); return Value::string(py_title(s)); });
+  if (name == "upper")
+    return method([=](const CallArgs& c) {
+      Args a(c, what, {});
+      return Value::string(py_upper(s));
+    });
+  if (name == "lower")
+    return method([=](const CallArgs& c) {
+      Args a(c, what, {});
+      return Value::string(py_lower(s));
+    });
+  if (name == "title")
+    return method([=](const CallArgs& c) {
+      Args a(c, what, {});
+      return Value::string(py_title(s));
+    });
   if (name == "capitalize")
-    return method([=](const CallArgs& c) { Args a(c, what, {}); return Value::string(py_capitalize(s)); });
+    return method([=](const CallArgs& c) {
+      Args a(c, what, {});
+      return Value::string(py_capitalize(s));
+    });
   if (name == "replace") {
     return method([=](const CallArgs& c) {
       Args a(c, what, {"old", "new", "count"}, 2);
@@ -148,13 +161,16 @@ std::optional<Value> str_method(const Value& obj, const std::string& name) {
   for (const auto& [pname, pred] : kPredicates) {
     if (name == pname) {
       auto* p = pred;
-      return method([=](const CallArgs& c) { Args a(c, what, {}); return Value::boolean(all_of_cps(s, p)); });
+      return method([=](const CallArgs& c) {
+        Args a(c, what, {});
+        return Value::boolean(all_of_cps(s, p));
+      });
     }
   }
   static const std::set<std::string> kOtherStrMethods = {
-      "casefold", "center", "encode", "expandtabs", "format", "format_map", "index", "isascii", "isdecimal",
-      "isidentifier", "isnumeric", "isprintable", "istitle", "ljust", "maketrans",
-      "partition", "removeprefix", "removesuffix", "rindex", "rjust", "rpartition", "swapcase", "translate", "zfill"};
+      "casefold",     "center",       "encode",    "expandtabs",  "format",     "format_map", "index",     "isascii",
+      "isdecimal",    "isidentifier", "isnumeric", "isprintable", "istitle",    "ljust",      "maketrans", "partition",
+      "removeprefix", "removesuffix", "rindex",    "rjust",       "rpartition", "swapcase",   "translate", "zfill"};
   if (kOtherStrMethods.count(name)) throw std::invalid_argument(what);
   return std::nullopt;
 }
@@ -166,8 +182,10 @@ std::optional<Value> dict_method(const Value& obj, const std::string& name) {
       Args a(c, what, {});
       List out;
       for (const auto& [k, v] : obj.as_dict().items) {
-        if (name == "items") out.push_back(Value::list({Value::string(k), v}, true));
-        else out.push_back(name == "keys" ? Value::string(k) : v);
+        if (name == "items")
+          out.push_back(Value::list({Value::string(k), v}, true));
+        else
+          out.push_back(name == "keys" ? Value::string(k) : v);
       }
       return Value::list(std::move(out));
     });
@@ -200,8 +218,7 @@ std::optional<Value> list_method(const Value& obj, const std::string& name) {
       return Value::integer(n);
     });
   }
-  static const std::set<std::string> kOther = {"append", "clear", "copy", "extend", "insert", "pop", "remove",
-                                               "reverse", "sort"};
+  static const std::set<std::string> kOther = {"append", "clear", "copy", "extend", "insert", "pop", "remove", "reverse", "sort"};
   if (kOther.count(name)) throw std::invalid_argument(what);
   return std::nullopt;
 }

@@ -12,8 +12,7 @@ namespace {
 constexpr auto kRuntime = ChatTemplateError::Kind::kRuntime;
 
 [[noreturn]] void unsupported_operands(const std::string& op, const Value& a, const Value& b, const Loc& loc) {
-  fail(kRuntime, loc,
-       "unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
+  fail(kRuntime, loc, "unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
 }
 
 // a op b on int64, failing where Python's unbounded ints would go on.
@@ -73,10 +72,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Loc
       out.insert(out.end(), b.as_list().begin(), b.as_list().end());
       return Value::list(std::move(out), a.is_tuple());
     }
-    if (a.is_string())
-      fail(kRuntime, loc, "can only concatenate str (not \"" + type_name(b) + "\") to str");
-    if (a.is_list() && !a.is_tuple())
-      fail(kRuntime, loc, "can only concatenate list (not \"" + type_name(b) + "\") to list");
+    if (a.is_string()) fail(kRuntime, loc, "can only concatenate str (not \"" + type_name(b) + "\") to str");
+    if (a.is_list() && !a.is_tuple()) fail(kRuntime, loc, "can only concatenate list (not \"" + type_name(b) + "\") to list");
     unsupported_operands(op, a, b, loc);
   }
   if (op == "-") {
@@ -101,8 +98,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Loc
     return Value::number(a.as_double() / b.as_double());
   }
   if (op == "//" || op == "%") {
-    if (b.as_double() == 0)
-      fail(kRuntime, loc, ints ? "integer division or modulo by zero" : "float floor division by zero");
+    if (b.as_double() == 0) fail(kRuntime, loc, ints ? "integer division or modulo by zero" : "float floor division by zero");
     if (ints) {
       const int64_t q = floor_div(a.as_int(), b.as_int());
       return Value::integer(op == "//" ? q : a.as_int() - q * b.as_int());
@@ -117,8 +113,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Loc
       for (int64_t e = b.as_int(); e > 0; --e) result = checked(mul, result, base, loc);
       return Value::integer(result);
     }
-    if (a.as_double() == 0 && b.as_double() < 0)
-      fail(kRuntime, loc, "0.0 cannot be raised to a negative power");
+    if (a.as_double() == 0 && b.as_double() < 0) fail(kRuntime, loc, "0.0 cannot be raised to a negative power");
     return Value::number(std::pow(a.as_double(), b.as_double()));
   }
   fail(ChatTemplateError::Kind::kUnsupported, loc, "operator '" + op + "' is not supported");
@@ -135,8 +130,7 @@ bool contains(const Value& container, const Value& item, const Loc& loc) {
   switch (container.kind()) {
     case Kind::kUndefined: return false;  // jinja2's Undefined iterates as empty
     case Kind::kString:
-      if (!item.is_string())
-        fail(kRuntime, loc, "'in <string>' requires string as left operand, not " + type_name(item));
+      if (!item.is_string()) fail(kRuntime, loc, "'in <string>' requires string as left operand, not " + type_name(item));
       return container.as_string().find(item.as_string()) != std::string::npos;
     case Kind::kList:
       for (const Value& v : container.as_list())
@@ -158,8 +152,7 @@ Value slice(const Value& container, const std::optional<int64_t>& start, const s
   if (st == 0) fail(kRuntime, loc, "slice step cannot be zero");
   std::u32string cps;
   if (container.is_string()) cps = decode_utf8(container.as_string());
-  const int64_t len = container.is_string() ? static_cast<int64_t>(cps.size())
-                                            : static_cast<int64_t>(container.as_list().size());
+  const int64_t len = container.is_string() ? static_cast<int64_t>(cps.size()) : static_cast<int64_t>(container.as_list().size());
   const int64_t lower = st > 0 ? 0 : -1, upper = st > 0 ? len : len - 1;
   auto clamp = [&](const std::optional<int64_t>& v, int64_t def) {
     if (!v) return def;

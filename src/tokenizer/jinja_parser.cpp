@@ -112,8 +112,8 @@ StmtPtr Parser::parse_statement() {
     s->body = parse_nested({"endgeneration"});
     expect_block_end();
   } else {
-    static const std::set<std::string> kJinjaTags = {"macro", "call", "include", "import", "from", "extends",
-                                                      "block", "with", "autoescape", "do", "trans"};
+    static const std::set<std::string> kJinjaTags = {"macro", "call", "include",    "import", "from", "extends",
+                                                     "block", "with", "autoescape", "do",     "trans"};
     if (kJinjaTags.count(n)) fail(kUnsupported, tag.loc, "the '" + n + "' tag is not supported");
     fail(kSyntax, tag.loc, "unknown tag '" + n + "'");
   }
@@ -203,7 +203,6 @@ void Parser::parse_set(Stmt& s) {
   s.body = parse_nested({"endset"});
   expect_block_end();
 }
-
 
 Body parse_template(const std::string& source) { return Parser(lex(source)).parse_all(); }
 

@@ -102,8 +102,7 @@ ExprPtr Parser::parse_compare() {
   while (true) {
     std::string op;
     if (cur().type == Tok::kOp &&
-        (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" || cur().text == ">" ||
-         cur().text == ">=")) {
+        (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
       op = advance().text;
     } else if (is_name("in")) {
       advance();
@@ -373,8 +372,7 @@ ExprPtr Parser::filter_node(ExprPtr value) {
   node->known = has_filter(node->name);
   if (!node->known && !soft_) {
     fail(kUnsupported, loc,
-         is_jinja_filter(node->name) ? "filter '" + node->name + "' is not supported"
-                                     : "no filter named '" + node->name + "'");
+         is_jinja_filter(node->name) ? "filter '" + node->name + "' is not supported" : "no filter named '" + node->name + "'");
   }
   if (is_op("(")) parse_call_args(*node);
   return node;
@@ -404,20 +402,17 @@ ExprPtr Parser::parse_test(ExprPtr value) {
   node->known = has_test(node->name);
   if (!node->known && !soft_) {
     fail(kUnsupported, loc,
-         is_jinja_test(node->name) ? "test '" + node->name + "' is not supported"
-                                   : "no test named '" + node->name + "'");
+         is_jinja_test(node->name) ? "test '" + node->name + "' is not supported" : "no test named '" + node->name + "'");
   }
   const Token& t = cur();
   if (is_op("(")) {
     parse_call_args(*node);
-  } else if ((t.type == Tok::kName || t.type == Tok::kString || t.type == Tok::kInt || t.type == Tok::kFloat ||
-              is_op("[") || is_op("{")) &&
+  } else if ((t.type == Tok::kName || t.type == Tok::kString || t.type == Tok::kInt || t.type == Tok::kFloat || is_op("[") || is_op("{")) &&
              !is_name("else") && !is_name("or") && !is_name("and")) {
     if (is_name("is")) fail(kSyntax, t.loc, "you cannot chain multiple tests with is");
     node->items.push_back(parse_postfix(parse_primary()));
   }
   return node;
 }
-
 
 }  // namespace mo::tok::jinja

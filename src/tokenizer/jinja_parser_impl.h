@@ -72,7 +72,6 @@ class Parser {
     advance();
   }
 
-
   // Statements (jinja_parser.cpp). parse_body reads until one of the tags in `ends`, which it
   // consumes along with its name (stored in *end).
   Body parse_body(const std::vector<std::string>& ends, std::string* end);

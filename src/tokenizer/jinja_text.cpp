@@ -71,9 +71,8 @@ std::size_t utf8_length(std::string_view s) {
 }
 
 bool py_isspace(char32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 ||
-         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f ||
-         cp == 0x205f || cp == 0x3000;
+  return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
 }
 
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right) {
@@ -89,8 +88,7 @@ std::string py_strip(std::string_view s, const std::optional<std::string>& chars
   return encode_utf8(std::u32string_view(cps).substr(b, e - b));
 }
 
-std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit,
-                                  bool from_right) {
+std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit, bool from_right) {
   std::vector<std::string> parts;
   if (!sep) {
     const std::u32string cps = decode_utf8(s);
@@ -284,9 +282,12 @@ std::string py_title(std::string_view s) {
   bool prev_cased = false;
   for (char32_t c : decode_utf8(s)) {
     if (is_cased(c)) {
-      if (prev_cased) append_utf8(out, to_lower_cp(c));
-      else if (c == 0xdf) out += "Ss";
-      else append_utf8(out, to_upper_cp(c));
+      if (prev_cased)
+        append_utf8(out, to_lower_cp(c));
+      else if (c == 0xdf)
+        out += "Ss";
+      else
+        append_utf8(out, to_upper_cp(c));
       prev_cased = true;
     } else {
       append_utf8(out, c);
@@ -300,9 +301,12 @@ std::string py_capitalize(std::string_view s) {
   const std::u32string cps = decode_utf8(s);
   std::string out;
   for (std::size_t i = 0; i < cps.size(); ++i) {
-    if (i == 0 && cps[0] == 0xdf) out += "Ss";
-    else if (i == 0) append_utf8(out, to_upper_cp(cps[0]));
-    else append_utf8(out, to_lower_cp(cps[i]));
+    if (i == 0 && cps[0] == 0xdf)
+      out += "Ss";
+    else if (i == 0)
+      append_utf8(out, to_upper_cp(cps[0]));
+    else
+      append_utf8(out, to_lower_cp(cps[i]));
   }
   return out;
 }

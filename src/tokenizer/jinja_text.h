@@ -23,8 +23,7 @@ bool py_isspace(char32_t cp);
 // str.strip/lstrip/rstrip: without `chars`, Unicode whitespace; with it, any of its code points.
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right);
 // str.split(sep, maxsplit) and str.rsplit; without `sep`, runs of whitespace and no empty parts.
-std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit,
-                                  bool from_right = false);
+std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit, bool from_right = false);
 // str.replace(old, new, count); count < 0 replaces all.
 // Throws kLimit (at `loc`) when the result would pass kMaxBytes.
 std::string py_replace(const Loc& loc, std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count);

@@ -99,9 +99,7 @@ Value Value::function(std::string name, Function fn) {
 
 int64_t Value::as_int() const { return kind_ == Kind::kBool ? (as_bool() ? 1 : 0) : std::get<int64_t>(data_); }
 
-double Value::as_double() const {
-  return kind_ == Kind::kFloat ? std::get<double>(data_) : static_cast<double>(as_int());
-}
+double Value::as_double() const { return kind_ == Kind::kFloat ? std::get<double>(data_) : static_cast<double>(as_int()); }
 
 std::string type_name(const Value& v) {
   switch (v.kind()) {
@@ -243,8 +241,7 @@ int compare(const Value& a, const Value& b, const Loc& loc) {
     }
     return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
   }
-  fail(ChatTemplateError::Kind::kRuntime, loc,
-       "'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
+  fail(ChatTemplateError::Kind::kRuntime, loc, "'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
 }
 
 Value from_json(const nlohmann::ordered_json& j) {
@@ -289,9 +286,12 @@ void json_dump(const Value& v, const JsonStyle& style, const Loc& loc, int depth
     case Kind::kInt: out += std::to_string(v.as_int()); return;
     case Kind::kFloat: {
       const double d = v.as_double();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d < 0 ? "-Infinity" : "Infinity";
-      else out += py_float_repr(d);
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d < 0 ? "-Infinity" : "Infinity";
+      else
+        out += py_float_repr(d);
       return;
     }
     case Kind::kString: out += json_quote(v.as_string(), style.ensure_ascii); return;
@@ -318,8 +318,7 @@ void json_dump(const Value& v, const JsonStyle& style, const Loc& loc, int depth
         out += "{}";
         return;
       }
-      if (style.sort_keys)
-        std::stable_sort(entries.begin(), entries.end(), [](auto* x, auto* y) { return x->first < y->first; });
+      if (style.sort_keys) std::stable_sort(entries.begin(), entries.end(), [](auto* x, auto* y) { return x->first < y->first; });
       out += "{";
       for (std::size_t i = 0; i < entries.size(); ++i) {
         if (i) out += style.item_sep;
@@ -331,8 +330,7 @@ void json_dump(const Value& v, const JsonStyle& style, const Loc& loc, int depth
       out += "}";
       return;
     }
-    default:
-      fail(ChatTemplateError::Kind::kRuntime, loc, "Object of type " + type_name(v) + " is not JSON serializable");
+    default: fail(ChatTemplateError::Kind::kRuntime, loc, "Object of type " + type_name(v) + " is not JSON serializable");
   }
 }
 

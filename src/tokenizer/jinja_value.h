@@ -86,8 +86,7 @@ class Value {
   Kind kind_ = Kind::kUndefined;
   bool tuple_ = false;
   std::string name_;
-  std::variant<std::string, bool, int64_t, double, std::shared_ptr<const List>, std::shared_ptr<Dict>,
-               std::shared_ptr<const Function>>
+  std::variant<std::string, bool, int64_t, double, std::shared_ptr<const List>, std::shared_ptr<Dict>, std::shared_ptr<const Function>>
       data_;
 };
 

@@ -5,8 +5,7 @@
 namespace mo::tok {
 
 // GPT-2's: what HF's ByteLevel(use_regex=true) splits with.
-inline constexpr const char* kGpt2Regex =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+inline constexpr const char* kGpt2Regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 // Llama-3 (and the other "llama-bpe" models).
 inline constexpr const char* kLlama3Regex =
@@ -47,7 +46,6 @@ inline constexpr const char* kGpt4oRegex =
 inline constexpr const char* kBloomRegex = R"( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{964}\x{6D4}\x{60C})]+)";
 
 // DeepSeek LLM's punctuation run.
-inline constexpr const char* kDeepseekPunctRegex =
-    R"(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)";
+inline constexpr const char* kDeepseekPunctRegex = R"(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)";
 
 }  // namespace mo::tok

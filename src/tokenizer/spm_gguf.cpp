@@ -33,9 +33,27 @@ uint32_t attr_of_type(int64_t type) {
 
 // Tokens llama.cpp treats as end of turn / generation and therefore forces to control type.
 constexpr std::array<std::string_view, 21> kEndOfGenerationNames = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<｜end▁of▁sentence｜>",
 };
 
 const std::vector<gguf::Value>& array_key(const gguf::File& f, std::string_view key, gguf::ValueType elem) {
@@ -85,8 +103,8 @@ std::unique_ptr<Tokenizer> make_spm_from_gguf(const gguf::File& file) {
   if (file.find("tokenizer.ggml.token_type")) {
     types = &array_key(file, "tokenizer.ggml.token_type", gguf::ValueType::i32);
     if (types->size() < n) {
-      throw Error(file.path + ": metadata key 'tokenizer.ggml.token_type' has " + std::to_string(types->size()) +
-                  " entries for " + std::to_string(n) + " tokens");
+      throw Error(file.path + ": metadata key 'tokenizer.ggml.token_type' has " + std::to_string(types->size()) + " entries for " +
+                  std::to_string(n) + " tokens");
     }
   }
 
@@ -137,7 +155,8 @@ std::unique_ptr<Tokenizer> make_spm_from_gguf(const gguf::File& file) {
   for (std::size_t i = 0; i < n; ++i) {
     if (cfg.tokens[i].attr & (kAttrControl | kAttrUserDefined | kAttrUnknown)) order.push_back(static_cast<std::int32_t>(i));
   }
-  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) { return cfg.tokens[a].text.size() > cfg.tokens[b].text.size(); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int32_t a, std::int32_t b) { return cfg.tokens[a].text.size() > cfg.tokens[b].text.size(); });
 
   // Phi-3: special tokens swallow the whitespace after them, except <unk>, <s> and <|endoftext|>.
   std::string name;

@@ -72,7 +72,8 @@ void read_normalizer(const json& j, const std::string& source, const std::string
   } else if (type == "Replace") {
     out.push_back({HfNormalizeStep::replace, replace_pattern(j, source, key), get_string(j, "content", source, key)});
   } else {
-    fail(source, key, "normalizer type '" + type + "' is not supported for SentencePiece-style BPE (supported: Sequence, Prepend, Replace)");
+    fail(source, key,
+         "normalizer type '" + type + "' is not supported for SentencePiece-style BPE (supported: Sequence, Prepend, Replace)");
   }
 }
 
@@ -101,8 +102,9 @@ void read_decoder(const json& j, const std::string& source, const std::string& k
     step.replacement = get_string(j, "replacement", source, key);
     step.scheme = prepend_scheme(j, source, key);
   } else {
-    fail(source, key, "decoder type '" + type +
-                          "' is not supported for SentencePiece-style BPE (supported: Sequence, Replace, ByteFallback, Fuse, Strip, Metaspace)");
+    fail(source, key,
+         "decoder type '" + type +
+             "' is not supported for SentencePiece-style BPE (supported: Sequence, Replace, ByteFallback, Fuse, Strip, Metaspace)");
   }
   out.push_back(std::move(step));
 }
@@ -182,7 +184,8 @@ std::unique_ptr<Tokenizer> make_spm_from_json(const nlohmann::json& tokenizer, c
     const json& added = tokenizer.contains("added_tokens") ? tokenizer["added_tokens"] : kEmpty;
     if (!added.is_array()) fail(source, "added_tokens", "expected an array");
     for (std::size_t i = 0; i < added.size(); ++i) {
-      if (!added[i].is_object() || !added[i].contains("id")) fail(source, "added_tokens[" + std::to_string(i) + "]", "expected an object with an id");
+      if (!added[i].is_object() || !added[i].contains("id"))
+        fail(source, "added_tokens[" + std::to_string(i) + "]", "expected an object with an id");
       max_id = std::max(max_id, token_id(added[i]["id"], "added_tokens[" + std::to_string(i) + "].id"));
     }
     cfg.tokens.resize(static_cast<std::size_t>(max_id + 1));
@@ -247,7 +250,8 @@ std::unique_ptr<Tokenizer> make_spm_from_json(const nlohmann::json& tokenizer, c
       const std::string merged = a + b.substr(std::min(prefix_len, b.size()));
       auto im = cfg.model_vocab.find(merged);
       if (im == cfg.model_vocab.end()) fail(source, key(), "the merged token '" + merged + "' is not in model.vocab");
-      const std::uint64_t k = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(ia->second)) << 32) | static_cast<std::uint32_t>(ib->second);
+      const std::uint64_t k =
+          (static_cast<std::uint64_t>(static_cast<std::uint32_t>(ia->second)) << 32) | static_cast<std::uint32_t>(ib->second);
       cfg.merges[k] = {static_cast<std::int32_t>(i), im->second};
     }
 
@@ -284,10 +288,12 @@ std::unique_ptr<Tokenizer> make_spm_from_json(const nlohmann::json& tokenizer, c
     sp.add_bos = sp.bos && std::find(cfg.prefix_ids.begin(), cfg.prefix_ids.end(), *sp.bos) != cfg.prefix_ids.end();
     sp.add_eos = sp.eos && std::find(cfg.suffix_ids.begin(), cfg.suffix_ids.end(), *sp.eos) != cfg.suffix_ids.end();
     for (std::int32_t id : cfg.prefix_ids) {
-      if (id < 0 || static_cast<std::size_t>(id) >= cfg.tokens.size()) fail(source, "post_processor", "token id " + std::to_string(id) + " is outside the vocabulary");
+      if (id < 0 || static_cast<std::size_t>(id) >= cfg.tokens.size())
+        fail(source, "post_processor", "token id " + std::to_string(id) + " is outside the vocabulary");
     }
     for (std::int32_t id : cfg.suffix_ids) {
-      if (id < 0 || static_cast<std::size_t>(id) >= cfg.tokens.size()) fail(source, "post_processor", "token id " + std::to_string(id) + " is outside the vocabulary");
+      if (id < 0 || static_cast<std::size_t>(id) >= cfg.tokens.size())
+        fail(source, "post_processor", "token id " + std::to_string(id) + " is outside the vocabulary");
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(source + ": unexpected JSON structure: " + e.what());

@@ -30,8 +30,8 @@ std::size_t last_char_start(std::string_view s) {
 }
 
 bool is_white_space(std::int32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 bool is_word_char(std::int32_t cp) {
@@ -138,9 +138,7 @@ std::vector<std::string> apply_decoder(const std::vector<HfDecodeStep>& steps, s
         tokens = std::move(out);
         break;
       }
-      case HfDecodeStep::fuse:
-        tokens = {join_with(tokens, "")};
-        break;
+      case HfDecodeStep::fuse: tokens = {join_with(tokens, "")}; break;
       case HfDecodeStep::strip:
         for (auto& t : tokens) {
           std::size_t begin = 0, end = t.size();

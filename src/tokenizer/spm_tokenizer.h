@@ -84,7 +84,7 @@ struct SpmConfig {
   // Hugging Face
   std::vector<HfNormalizeStep> normalizer;
   std::optional<HfMetaspace> metaspace;
-  std::unordered_map<std::string, std::int32_t> model_vocab;  // the BPE model's own vocab
+  std::unordered_map<std::string, std::int32_t> model_vocab;                        // the BPE model's own vocab
   std::unordered_map<std::uint64_t, std::pair<std::int32_t, std::int32_t>> merges;  // (left<<32|right) -> (rank, merged id)
   std::optional<std::int32_t> model_unk;
   bool byte_fallback = true, fuse_unk = false, ignore_merges = false;
@@ -131,8 +131,8 @@ class SpmTokenizer final : public Tokenizer {
 
   SpmConfig cfg_;
   std::unordered_map<std::string, std::int32_t> ids_;
-  std::vector<bool> special_;  // left out by decode(skip_special)
-  std::int32_t byte_ids_[256];  // <0xXX> token per byte, -1 when missing
+  std::vector<bool> special_;                                  // left out by decode(skip_special)
+  std::int32_t byte_ids_[256];                                 // <0xXX> token per byte, -1 when missing
   std::vector<std::vector<std::size_t>> added_by_first_byte_;  // indices into cfg_.added
   // Words can be merged one at a time (cut before each "▁" that follows another character) without
   // changing the result: no token has "▁" after another character, so no merge crosses such a cut.

@@ -52,8 +52,7 @@ void decompose(char32_t cp, std::vector<char32_t>& out) {
 char32_t compose(char32_t a, char32_t b) {
   if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
     return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
-  if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase && b < kTBase + kTCount)
-    return a + (b - kTBase);
+  if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase && b < kTBase + kTCount) return a + (b - kTBase);
   const Compose* end = kCompose + kComposeCount;
   const Compose* it = std::lower_bound(kCompose, end, std::pair{a, b}, [](const Compose& c, std::pair<char32_t, char32_t> k) {
     return c.first < k.first || (c.first == k.first && c.second < k.second);
@@ -122,8 +121,10 @@ std::string nfc_segment(std::string_view text) {
   std::string result;
   result.reserve(text.size());
   for (const char32_t c : out) {
-    if (c & kRawByteFlag) result.push_back(static_cast<char>(c & 0xFF));
-    else utf8_append(result, c);
+    if (c & kRawByteFlag)
+      result.push_back(static_cast<char>(c & 0xFF));
+    else
+      utf8_append(result, c);
   }
   return result;
 }

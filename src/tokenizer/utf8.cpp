@@ -11,10 +11,14 @@ bool is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
 void second_byte_range(unsigned char lead, unsigned char& lo, unsigned char& hi) {
   lo = 0x80;
   hi = 0xBF;
-  if (lead == 0xE0) lo = 0xA0;
-  else if (lead == 0xED) hi = 0x9F;
-  else if (lead == 0xF0) lo = 0x90;
-  else if (lead == 0xF4) hi = 0x8F;
+  if (lead == 0xE0)
+    lo = 0xA0;
+  else if (lead == 0xED)
+    hi = 0x9F;
+  else if (lead == 0xF0)
+    lo = 0x90;
+  else if (lead == 0xF4)
+    hi = 0x8F;
 }
 
 }  // namespace
@@ -111,8 +115,10 @@ std::string utf8_sanitize(std::string_view s) {
   while (pos < s.size()) {
     const std::size_t start = pos;
     char32_t cp;
-    if (utf8_next_valid(s, pos, cp)) out.append(s.substr(start, pos - start));
-    else utf8_append(out, kReplacementChar);
+    if (utf8_next_valid(s, pos, cp))
+      out.append(s.substr(start, pos - start));
+    else
+      utf8_append(out, kReplacementChar);
   }
   return out;
 }

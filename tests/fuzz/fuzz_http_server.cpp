@@ -17,8 +17,12 @@ mo::serve::HttpServer& server() {
     const int vocab = tok.vocab_size();
     const std::int32_t eos = tok.special().eos.value_or(0);
     mo::serve::ServingOptions so;
-    so.scheduler = {.num_blocks = 256, .block_size = 16, .max_num_seqs = 8, .max_num_batched_tokens = 512,
-                    .enable_chunked_prefill = true, .enable_prefix_caching = true};
+    so.scheduler = {.num_blocks = 256,
+                    .block_size = 16,
+                    .max_num_seqs = 8,
+                    .max_num_batched_tokens = 512,
+                    .enable_chunked_prefill = true,
+                    .enable_prefix_caching = true};
     so.vocab_size = vocab;
     so.max_queue_len = 64;
     so.request_timeout_s = 20;

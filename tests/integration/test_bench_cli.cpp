@@ -38,7 +38,7 @@ TEST_F(BenchCli, SweepWritesResultsReportAndPlotThenCompareGates) {
   FakeOpenAiServer srv;
   const fs::path base = dir / "base.json";
   const BenchRun r = run_bench("--base-url " + srv.base_url() + " --concurrency 1,4 --num-prompts 8 --input-len 32 --output-len 8 " +
-                          "--slo ttft=500ms,tpot=50ms --no-progress --out " + base.string());
+                               "--slo ttft=500ms,tpot=50ms --no-progress --out " + base.string());
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_TRUE(has(r.out, "TPOT ms p50/p99")) << r.out;
   ASSERT_TRUE(fs::exists(dir / "base.md"));
@@ -97,7 +97,8 @@ TEST_F(BenchCli, ServerDownWithAModelNameRecordsFailures) {
     port = gone.port();
   }
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
-  const BenchRun r = run_bench("--base-url " + url + " --model m --num-prompts 3 --concurrency 1 --no-progress --out " + (dir / "down.json").string());
+  const BenchRun r =
+      run_bench("--base-url " + url + " --model m --num-prompts 3 --concurrency 1 --no-progress --out " + (dir / "down.json").string());
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(has(r.out, "connection refused")) << r.out;
   EXPECT_TRUE(has(r.err, "no request succeeded")) << r.err;

@@ -36,7 +36,8 @@ TEST(Cli, EverySubcommandHasHelpWithItsOptions) {
     EXPECT_TRUE(has(r.out, "--config")) << sub;
   }
   auto q = run("quantize --help");
-  for (const char* flag : {"--model_path", "--model-path", "--quant_method", "--bits", "--group_size", "--calibration_data", "--output_path"})
+  for (const char* flag :
+       {"--model_path", "--model-path", "--quant_method", "--bits", "--group_size", "--calibration_data", "--output_path"})
     EXPECT_TRUE(has(q.out, flag)) << flag;
   EXPECT_TRUE(has(run("serve --help").out, "--port"));
 }
@@ -72,8 +73,9 @@ TEST(Cli, ConvertInspectAndGenerateOnStories260K) {
 
   auto gen = run("generate " + hf + " --max-tokens 60");
   EXPECT_EQ(gen.code, 0) << gen.err;
-  EXPECT_EQ(gen.out, "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, "
-                     "red ball. She wanted to play with it, but it was too high");
+  EXPECT_EQ(gen.out,
+            "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, "
+            "red ball. She wanted to play with it, but it was too high");
   EXPECT_TRUE(has(gen.err, "generated tokens: 60")) << gen.err;
   std::filesystem::remove_all(dir);
 }
@@ -187,7 +189,7 @@ TEST(Cli, DeviceCudaWithoutGpuSaysWhy) {
   const std::string version = run("--version").out;
   if (has(version, "cuda:       on") && !has(version, "no GPU visible")) GTEST_SKIP() << "a GPU is visible";
   for (const std::string& cmd : {"generate " + model + " --max-tokens 4", "eval " + model + " --text none --no-latency --tasks x",
-                                "serve --model-path " + model + " --port 18999"}) {
+                                 "serve --model-path " + model + " --port 18999"}) {
     auto r = run(cmd + " --device cuda");
     EXPECT_EQ(r.code, 2) << cmd << ": " << r.err;
     EXPECT_TRUE(has(r.err, "cuda")) << cmd << ": " << r.err;

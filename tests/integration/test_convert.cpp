@@ -22,8 +22,8 @@ class ConvertTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(kStories)) GTEST_SKIP() << kStories << " not found";
-    dir_ = fs::temp_directory_path() / ("mo_convert_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("mo_convert_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -57,8 +57,9 @@ TEST_F(ConvertTest, GgufToHfToGgufGivesIdenticalTensors) {
     auto x = a.tensor_bytes(t), y = b.tensor_bytes(*u);
     ASSERT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << t.name << " differs after the round trip";
   }
-  for (const char* key : {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length", "llama.attention.head_count",
-                          "llama.attention.head_count_kv", "llama.context_length", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"})
+  for (const char* key :
+       {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length", "llama.attention.head_count",
+        "llama.attention.head_count_kv", "llama.context_length", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"})
     EXPECT_EQ(a.get_int(key), b.get_int(key)) << key;
 }
 

@@ -38,10 +38,11 @@ TEST(EvalQuantize, QuantizeWritesTheReportWithDeltasAndThePerLayerSummary) {
   const std::string common = "--model_path " + kStories + " --quant_method rtn --group_size 32 --calibration_data " + calib.string() +
                              " --num_samples 8 --max_seq_len 64 --threads 2 ";
   std::string out;
-  ASSERT_EQ(run_quantize(common + "--output_path " + (dir / "q").string() +
-                             " --eval-text tinystories --eval-ctx 128 --eval-ppl-windows 4 --eval-tasks copa --eval-limit 10 --no-eval-latency",
-                         &out),
-            0)
+  ASSERT_EQ(
+      run_quantize(common + "--output_path " + (dir / "q").string() +
+                       " --eval-text tinystories --eval-ctx 128 --eval-ppl-windows 4 --eval-tasks copa --eval-limit 10 --no-eval-latency",
+                   &out),
+      0)
       << out;
   EXPECT_TRUE(has(out, "verdict: RTN INT4 g32: ")) << out;
   EXPECT_TRUE(has(out, "report: " + (dir / "q" / "report.md").string())) << out;

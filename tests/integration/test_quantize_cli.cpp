@@ -59,7 +59,8 @@ TEST_F(QuantizeCli, EmptyTextCalibrationFileIsOneLineNamingIt) {
                    " --no-eval --output_path " + (dir_ / "q.gguf").string());
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(lines_with(r.err, "error"),
-            std::vector<std::string>{"error: " + calib.string() + ": the file is empty; expected plain text (paragraphs separated by blank lines)"})
+            std::vector<std::string>{"error: " + calib.string() +
+                                     ": the file is empty; expected plain text (paragraphs separated by blank lines)"})
       << r.err;
 }
 

@@ -23,9 +23,9 @@ inline double rope_angle(std::int64_t pos, std::int64_t i, std::int64_t hd, doub
 // slot, moves the result far beyond the tolerance.
 struct AttnCase {
   int num_kv_heads, group, head_dim, block_size;
-  std::vector<int> seq_len;    // tokens stored per sequence
-  std::vector<int> row_seq;    // sequence of each query row
-  std::vector<int> row_ctx;    // positions each row attends to
+  std::vector<int> seq_len;  // tokens stored per sequence
+  std::vector<int> row_seq;  // sequence of each query row
+  std::vector<int> row_ctx;  // positions each row attends to
 };
 
 }  // namespace mo::test::block
@@ -301,7 +301,7 @@ TYPED_TEST_P(BlockOps, KvWriteScattersRoundedRows) {
   auto k = this->random_floats(n * row, -70000, 70000), v = this->random_floats(n * row, -1, 1);
   const float specials[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, -2.0f - 0x1p-10f, 3e-6f, -4.5e-8f, 65519.0f, 65520.0f, 0.0f, -0.0f};
   for (std::size_t i = 0; i < std::size(specials); ++i) k[i] = v[i + 3] = specials[i];  // ties to even, subnormals, overflow
-  for (std::int64_t i = 0; i < 200; ++i) v[200 + i] = std::ldexp(v[200 + i], -14);        // the f16 subnormal range
+  for (std::int64_t i = 0; i < 200; ++i) v[200 + i] = std::ldexp(v[200 + i], -14);      // the f16 subnormal range
   const std::size_t cache = static_cast<std::size_t>(num_blocks * bs * row);
   auto kc = this->random_f16(cache, -1, 1), vc = this->random_f16(cache, -1, 1);
   auto dkc = this->to_device(kc), dvc = this->to_device(vc), dk = this->to_device(k), dv = this->to_device(v), ds = this->to_device(slots);
@@ -321,9 +321,9 @@ TYPED_TEST_P(BlockOps, KvWriteScattersRoundedRows) {
 }
 
 TYPED_TEST_P(BlockOps, AttentionDecodeMatchesDenseHost) {
-  this->check_attention(this->decode(2, 1, 8, 16));    // the tiny test model's head_dim
+  this->check_attention(this->decode(2, 1, 8, 16));  // the tiny test model's head_dim
   this->check_attention(this->decode(2, 4, 8, 32));
-  this->check_attention(this->decode(3, 1, 64, 32));   // SmolLM2
+  this->check_attention(this->decode(3, 1, 64, 32));  // SmolLM2
   this->check_attention(this->decode(2, 4, 64, 16));
   this->check_attention(this->decode(1, 4, 128, 16));  // Llama
   this->check_attention(this->decode(2, 1, 128, 32));

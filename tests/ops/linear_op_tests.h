@@ -42,7 +42,7 @@ inline void expect_linear_near(const std::vector<float>& y, const std::vector<fl
 
 // Random codes, zeros and scales; act-order shuffles the column -> group assignment.
 inline mo::formats::QuantizedLinear random_quantized(std::mt19937_64& rng, std::int64_t rows, std::int64_t cols, int bits, int group,
-                                               bool act_order, bool zero_at_least_one) {
+                                                     bool act_order, bool zero_at_least_one) {
   mo::formats::QuantizedLinear q;
   q.rows = rows, q.cols = cols;
   q.scheme = {bits, group, false};
@@ -217,8 +217,8 @@ TYPED_TEST_P(LinearOps, GptqMatchesDequantized) {
   };
   for (int bits : {4, 8})
     for (bool v1 : {true, false})
-      for (const Case c : {Case{64, 256, 32, false}, Case{200, 384, 64, true}, Case{256, 1280, 128, false},
-                           Case{96, 512, 128, true}, Case{96, 128, -1, false}, Case{64, 160, 20, false}}) {
+      for (const Case c : {Case{64, 256, 32, false}, Case{200, 384, 64, true}, Case{256, 1280, 128, false}, Case{96, 512, 128, true},
+                           Case{96, 128, -1, false}, Case{64, 160, 20, false}}) {
         const auto q = mo::test::random_quantized(this->rng_, c.rows, c.cols, bits, c.group, c.act, v1);
         this->check_gptq(q, v1, c.act, 0,
                          "gptq " + std::to_string(bits) + "-bit " + (v1 ? "v1 " : "v2 ") + std::to_string(c.rows) + "x" +

@@ -66,7 +66,8 @@ Result run_batch(Engine& e, int batch, int p, int n) {
   r.decode_step_ms = 1000.0 * secs / n;
   // Bytes one decode step reads: every layer linear and the head once, plus each sequence's K and V.
   const DeviceModel* dm = e.device_model();
-  const double weights = dm ? static_cast<double>(dm->layer_linear_bytes() + dm->head_bytes()) : static_cast<double>(e.weights().matrix_bytes());
+  const double weights =
+      dm ? static_cast<double>(dm->layer_linear_bytes() + dm->head_bytes()) : static_cast<double>(e.weights().matrix_bytes());
   const double kv_read = static_cast<double>(batch) * (p + n / 2.0) * static_cast<double>(L.bytes_per_token());
   r.decode_gbs = (weights + kv_read) / (secs / n) / 1e9;
   return r;
@@ -91,15 +92,24 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) throw mo::UsageError(a + ": missing value");
         return argv[++i];
       };
-      if (a == "--dummy") preset_name = next();
-      else if (a == "--type") type = next();
-      else if (a == "--device") device = next();
-      else if (a == "--batch") batches = next();
-      else if (a == "-p") p = std::stoi(next());
-      else if (a == "-n") n = std::stoi(next());
-      else if (a == "--peak-gbs") peak_gbs = std::stod(next());
-      else if (a == "--json") json_path = next();
-      else return usage();
+      if (a == "--dummy")
+        preset_name = next();
+      else if (a == "--type")
+        type = next();
+      else if (a == "--device")
+        device = next();
+      else if (a == "--batch")
+        batches = next();
+      else if (a == "-p")
+        p = std::stoi(next());
+      else if (a == "-n")
+        n = std::stoi(next());
+      else if (a == "--peak-gbs")
+        peak_gbs = std::stod(next());
+      else if (a == "--json")
+        json_path = next();
+      else
+        return usage();
     }
     const auto* preset = mo::model::find_model_preset(preset_name);
     if (!preset || p < 1 || n < 1) return usage();
@@ -124,15 +134,26 @@ int main(int argc, char** argv) {
     if (!json_path.empty()) json.open(json_path, std::ios::app);
     for (const auto& b : mo::split_trimmed(batches, ',')) {
       const Result r = run_batch(e, std::stoi(b), p, n);
-      const double peak = e.kv_device() ? static_cast<double>(e.kv_device()->peak_allocated_bytes()) : static_cast<double>(mo::peak_rss_bytes());
-      fmt::print("| {} | {} | {} | {:.0f} | {:.1f} | {:.1f} | {:.2f} | {:.0f} | {:.0f}% | {:.2f} |\n", preset_name, type, r.batch, r.prefill_tps,
-                 r.decode_tps, r.decode_tps / r.batch, r.decode_step_ms, r.decode_gbs, 100.0 * r.decode_gbs / peak_gbs, peak / (1ull << 30));
+      const double peak =
+          e.kv_device() ? static_cast<double>(e.kv_device()->peak_allocated_bytes()) : static_cast<double>(mo::peak_rss_bytes());
+      fmt::print("| {} | {} | {} | {:.0f} | {:.1f} | {:.1f} | {:.2f} | {:.0f} | {:.0f}% | {:.2f} |\n", preset_name, type, r.batch,
+                 r.prefill_tps, r.decode_tps, r.decode_tps / r.batch, r.decode_step_ms, r.decode_gbs, 100.0 * r.decode_gbs / peak_gbs,
+                 peak / (1ull << 30));
       std::cout << std::flush;
       if (json)
-        json << nlohmann::json{{"model", preset_name}, {"type", type}, {"device", where}, {"batch", r.batch}, {"prompt_tokens", p},
-                               {"decode_tokens", n}, {"prefill_tokens_per_s", r.prefill_tps}, {"decode_tokens_per_s", r.decode_tps},
-                               {"decode_tokens_per_s_per_stream", r.decode_tps / r.batch}, {"decode_step_ms", r.decode_step_ms},
-                               {"decode_gb_per_s", r.decode_gbs}, {"peak_gb_per_s", peak_gbs}, {"peak_memory_bytes", peak},
+        json << nlohmann::json{{"model", preset_name},
+                               {"type", type},
+                               {"device", where},
+                               {"batch", r.batch},
+                               {"prompt_tokens", p},
+                               {"decode_tokens", n},
+                               {"prefill_tokens_per_s", r.prefill_tps},
+                               {"decode_tokens_per_s", r.decode_tps},
+                               {"decode_tokens_per_s_per_stream", r.decode_tps / r.batch},
+                               {"decode_step_ms", r.decode_step_ms},
+                               {"decode_gb_per_s", r.decode_gbs},
+                               {"peak_gb_per_s", peak_gbs},
+                               {"peak_memory_bytes", peak},
                                {"load_seconds", load_s}}
                     .dump()
              << "\n";

@@ -82,7 +82,8 @@ std::pair<double, double> run_once(mo::engine::Engine& e, int p, int n, std::uin
 }
 
 int usage() {
-  std::cerr << "usage: mo_tool_bench_engine MODEL|--dummy PRESET|--dummy-shape H,LAYERS,HEADS,KV,FFN,VOCAB [--type q4_0] [-p 512] [-n 128] [-t threads] [-r 3]"
+  std::cerr << "usage: mo_tool_bench_engine MODEL|--dummy PRESET|--dummy-shape H,LAYERS,HEADS,KV,FFN,VOCAB [--type q4_0] [-p 512] [-n 128] "
+               "[-t threads] [-r 3]"
                " [--simd scalar|avx2|avx512]\n";
   return 2;
 }
@@ -99,16 +100,26 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) throw mo::UsageError(a + ": missing value");
         return argv[++i];
       };
-      if (a == "-p") p = std::stoi(next());
-      else if (a == "-n") n = std::stoi(next());
-      else if (a == "-t") threads = std::stoi(next());
-      else if (a == "-r") reps = std::stoi(next());
-      else if (a == "--dummy") dummy = next();
-      else if (a == "--dummy-shape") dummy = "shape:" + next();
-      else if (a == "--type") type_name = next();
-      else if (a == "--simd") simd = next();
-      else if (!a.empty() && a[0] == '-') return usage();
-      else model = a;
+      if (a == "-p")
+        p = std::stoi(next());
+      else if (a == "-n")
+        n = std::stoi(next());
+      else if (a == "-t")
+        threads = std::stoi(next());
+      else if (a == "-r")
+        reps = std::stoi(next());
+      else if (a == "--dummy")
+        dummy = next();
+      else if (a == "--dummy-shape")
+        dummy = "shape:" + next();
+      else if (a == "--type")
+        type_name = next();
+      else if (a == "--simd")
+        simd = next();
+      else if (!a.empty() && a[0] == '-')
+        return usage();
+      else
+        model = a;
     }
     if (model.empty() == dummy.empty() || reps < 1) return usage();
     if (!simd.empty()) {
@@ -160,7 +171,7 @@ int main(int argc, char** argv) {
     const double rss_loaded = static_cast<double>(mo::current_rss_bytes()) / mib;
 
     std::vector<double> pp, tg;
-    run_once(engine, std::min(p, 16), std::min(n, 4), 0);  // warm-up: page in the weights
+    run_once(engine, std::min(p, 16), std::min(n, 4), 0);                        // warm-up: page in the weights
     const double rss_warm = static_cast<double>(mo::current_rss_bytes()) / mib;  // every weight page touched once
     for (int r = 0; r < reps; ++r) {
       const auto [a, b] = run_once(engine, p, n, static_cast<std::uint64_t>(r) + 1);

@@ -75,19 +75,28 @@ int main(int argc, char** argv) {
   double min_time = 0.3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--types") types = split(v);
-    else if (a == "--n") { ns.clear(); for (auto& s : split(v)) ns.push_back(std::stoll(s)); }
-    else if (a == "--threads") { threads.clear(); for (auto& s : split(v)) threads.push_back(std::stoi(s)); }
-    else if (a == "--min-time") min_time = std::stod(v);
-    else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+    if (a == "--types")
+      types = split(v);
+    else if (a == "--n") {
+      ns.clear();
+      for (auto& s : split(v)) ns.push_back(std::stoll(s));
+    } else if (a == "--threads") {
+      threads.clear();
+      for (auto& s : split(v)) threads.push_back(std::stoi(s));
+    } else if (a == "--min-time")
+      min_time = std::stod(v);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
   }
   const std::pair<std::int64_t, std::int64_t> shapes[] = {{1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> val(-0.05f, 0.05f);
-  fmt::print("simd {}; GFLOP/s wall (cpu-time normalized); load average before: {}\n",
-             mo::ops::simd_level_name(mo::ops::simd_level()), load_average());
-  fmt::print("{:<5} {:>12} {:>4} {:>3} | {:>16} | {:>16} | {:>6} | {:>14} | {}\n", "type", "shape", "n", "thr", "old", "new",
-             "speedup", "new GB/s (n=1)", "load avg");
+  fmt::print("simd {}; GFLOP/s wall (cpu-time normalized); load average before: {}\n", mo::ops::simd_level_name(mo::ops::simd_level()),
+             load_average());
+  fmt::print("{:<5} {:>12} {:>4} {:>3} | {:>16} | {:>16} | {:>6} | {:>14} | {}\n", "type", "shape", "n", "thr", "old", "new", "speedup",
+             "new GB/s (n=1)", "load avg");
   for (const std::string& tname : types) {
     const std::uint32_t type = tname == "f32" ? 0 : tname == "f16" ? 1 : 30;
     const std::size_t es = type == 0 ? 4 : 2;
@@ -95,7 +104,8 @@ int main(int argc, char** argv) {
       std::vector<std::uint8_t> bytes(static_cast<std::size_t>(rows * cols) * es);
       for (std::int64_t i = 0; i < rows * cols; ++i) {
         const float v = val(rng);
-        if (type == 0) std::memcpy(bytes.data() + 4 * i, &v, 4);
+        if (type == 0)
+          std::memcpy(bytes.data() + 4 * i, &v, 4);
         else {
           const std::uint16_t h = type == 1 ? mo::f32_to_f16(v) : mo::f32_to_bf16(v);
           std::memcpy(bytes.data() + 2 * i, &h, 2);

@@ -125,11 +125,16 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw mo::UsageError(k + " needs a value");
       return argv[++i];
     };
-    if (k == "--device") a.device = mo::parse_device(value());
-    else if (k == "-r" || k == "--reps") a.reps = std::stoi(value());
-    else if (k == "--peak-gbs") a.peak_gbs = std::stod(value());
-    else if (k == "--json") a.json = value();
-    else throw mo::UsageError("usage: mo_tool_bench_linear [--device cuda|cpu] [-r reps] [--peak-gbs X] [--json FILE]");
+    if (k == "--device")
+      a.device = mo::parse_device(value());
+    else if (k == "-r" || k == "--reps")
+      a.reps = std::stoi(value());
+    else if (k == "--peak-gbs")
+      a.peak_gbs = std::stod(value());
+    else if (k == "--json")
+      a.json = value();
+    else
+      throw mo::UsageError("usage: mo_tool_bench_linear [--device cuda|cpu] [-r reps] [--peak-gbs X] [--json FILE]");
   }
   if (a.reps <= 0) a.reps = a.device == mo::Device::cuda ? 100 : 3;
   return a;
@@ -149,8 +154,8 @@ int run(const Args& args) {
     const char* name;
     std::int64_t rows, cols;
   };
-  const Shape shapes[] = {{"7B", "q/o", 4096, 4096},     {"7B", "gate/up", 11008, 4096},  {"7B", "down", 4096, 11008},
-                          {"13B", "q/o", 5120, 5120},    {"13B", "gate/up", 13824, 5120}, {"13B", "down", 5120, 13824}};
+  const Shape shapes[] = {{"7B", "q/o", 4096, 4096},  {"7B", "gate/up", 11008, 4096},  {"7B", "down", 4096, 11008},
+                          {"13B", "q/o", 5120, 5120}, {"13B", "gate/up", 13824, 5120}, {"13B", "down", 5120, 13824}};
   const LinearKind kinds[] = {LinearKind::f16, LinearKind::awq, LinearKind::gptq, LinearKind::q4_k, LinearKind::q8_0};
   fmt::print("device: {}, {} reps per case, peak {:.0f} GB/s\n", b.describe(), args.reps, args.peak_gbs);
   fmt::print("{:<10} {:<4} {:<8} {:>12} {:>3} {:>10} {:>9} {:>7}\n", "kind", "", "proj", "shape", "n", "us/call", "GB/s", "%peak");
@@ -158,8 +163,9 @@ int run(const Args& args) {
   for (const LinearKind kind : kinds)
     for (const Shape& s : shapes) {
       Layer layer = make_layer(b, rng, kind, s.rows, s.cols);
-      const std::string label = kind == LinearKind::awq || kind == LinearKind::gptq ? std::string(mo::engine::linear_kind_name(kind)) + "-g128"
-                                                                                   : mo::engine::linear_kind_name(kind);
+      const std::string label = kind == LinearKind::awq || kind == LinearKind::gptq
+                                    ? std::string(mo::engine::linear_kind_name(kind)) + "-g128"
+                                    : mo::engine::linear_kind_name(kind);
       for (const std::int64_t n : {1, 8}) {
         std::vector<float> xh(static_cast<std::size_t>(n * s.cols));
         for (auto& v : xh) v = rng.uniform(-1.0f, 1.0f);

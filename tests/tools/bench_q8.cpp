@@ -56,19 +56,22 @@ int main(int argc, char** argv) {
   double min_time = 0.3;
   std::vector<std::int64_t> token_counts = {1, 512};
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--types") == 0) types = split(argv[i + 1]);
+    if (std::strcmp(argv[i], "--types") == 0)
+      types = split(argv[i + 1]);
     else if (std::strcmp(argv[i], "--nt") == 0) {
       token_counts.clear();
       for (const std::string& v : split(argv[i + 1])) token_counts.push_back(std::stoll(v));
-    }
-    else if (std::strcmp(argv[i], "--min-time") == 0) min_time = std::stod(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--min-time") == 0)
+      min_time = std::stod(argv[i + 1]);
   }
-  struct Shape { std::int64_t rows, cols; };
+  struct Shape {
+    std::int64_t rows, cols;
+  };
   const Shape shapes[] = {{1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  fmt::print("simd {}\n{:<5} {:>12} {:>4} {:>2} | {:>9} {:>9} | {:>9} {:>9} | {:>6}\n", ops::simd_level_name(ops::simd_level()), "type", "shape", "nt",
-             "th", "old GF/s", "old GB/s", "new GF/s", "new GB/s", "speedup");
+  fmt::print("simd {}\n{:<5} {:>12} {:>4} {:>2} | {:>9} {:>9} | {:>9} {:>9} | {:>6}\n", ops::simd_level_name(ops::simd_level()), "type",
+             "shape", "nt", "th", "old GF/s", "old GB/s", "new GF/s", "new GB/s", "speedup");
   for (const std::string& name : types) {
     std::uint32_t type = 0;
     for (std::uint32_t t = 0; t < 40; ++t)
@@ -100,8 +103,8 @@ int main(int argc, char** argv) {
           }
           ops::q8::set_int_dot(true);
           const double flop = 2.0 * static_cast<double>(s.rows * s.cols * nt), wbytes = static_cast<double>(bytes.size());
-          fmt::print("{:<5} {:>5}x{:<6} {:>4} {:>2} | {:>9.1f} {:>9.2f} | {:>9.1f} {:>9.2f} | {:>5.2f}x\n", name, s.rows, s.cols, nt, threads,
-                     flop / sec[0] * 1e-9, wbytes / sec[0] * 1e-9, flop / sec[1] * 1e-9, wbytes / sec[1] * 1e-9, sec[0] / sec[1]);
+          fmt::print("{:<5} {:>5}x{:<6} {:>4} {:>2} | {:>9.1f} {:>9.2f} | {:>9.1f} {:>9.2f} | {:>5.2f}x\n", name, s.rows, s.cols, nt,
+                     threads, flop / sec[0] * 1e-9, wbytes / sec[0] * 1e-9, flop / sec[1] * 1e-9, wbytes / sec[1] * 1e-9, sec[0] / sec[1]);
           std::fflush(stdout);
         }
       }

@@ -62,9 +62,9 @@ std::vector<std::pair<std::string, const mo::engine::Matrix*>> linears(const mo:
   std::vector<std::pair<std::string, const mo::engine::Matrix*>> out = {{"output", &w.output}};
   for (std::size_t i = 0; i < w.layers.size(); ++i) {
     const auto& l = w.layers[i];
-    const std::pair<const char*, const mo::engine::Matrix*> parts[] = {{"attn_q", &l.wq},   {"attn_k", &l.wk},   {"attn_v", &l.wv},
-                                                                       {"attn_output", &l.wo}, {"ffn_gate", &l.w_gate},
-                                                                       {"ffn_up", &l.w_up}, {"ffn_down", &l.w_down}};
+    const std::pair<const char*, const mo::engine::Matrix*> parts[] = {{"attn_q", &l.wq},      {"attn_k", &l.wk},       {"attn_v", &l.wv},
+                                                                       {"attn_output", &l.wo}, {"ffn_gate", &l.w_gate}, {"ffn_up", &l.w_up},
+                                                                       {"ffn_down", &l.w_down}};
     for (const auto& [n, m] : parts) out.emplace_back("blk." + std::to_string(i) + "." + n, m);
   }
   return out;
@@ -123,7 +123,8 @@ int cmd_pack(const std::vector<std::string>& a) {
   for (auto& c : q.q) c = static_cast<std::uint8_t>(rng() % levels);
   for (std::int64_t i = 0; i < rows * ng; ++i) {
     // v1 cannot store a zero of 0 (it writes zero-1); draw from [1, 2^bits) there.
-    q.zeros.push_back(sym ? static_cast<std::uint8_t>(levels / 2) : static_cast<std::uint8_t>(v1 ? 1 + rng() % (levels - 1) : rng() % levels));
+    q.zeros.push_back(sym ? static_cast<std::uint8_t>(levels / 2)
+                          : static_cast<std::uint8_t>(v1 ? 1 + rng() % (levels - 1) : rng() % levels));
     q.scales.push_back(static_cast<std::uint16_t>(0x1000 + rng() % 0x3000));  // positive normal f16 values
   }
   q.g_idx.resize(cols);
@@ -166,7 +167,8 @@ int cmd_fp8_quantize(const std::vector<std::string>& a) {
   const auto f = formats::quantize_fp8(w.data(), rows, cols, a[3] == "1");
   using D = mo::st::Dtype;
   const std::int64_t ns = static_cast<std::int64_t>(f.scales.size());
-  mo::st::write_file(a[4], {td("q", D::U8, {rows, cols}, f.q.data(), f.q.size()), td("scales", D::F32, {ns}, f.scales.data(), f.scales.size() * 4)});
+  mo::st::write_file(
+      a[4], {td("q", D::U8, {rows, cols}, f.q.data(), f.q.size()), td("scales", D::F32, {ns}, f.scales.data(), f.scales.size() * 4)});
   return 0;
 }
 
@@ -183,10 +185,10 @@ int cmd_gptq(const std::vector<std::string>& a) {
   using D = mo::st::Dtype;
   const auto& q = r.q;
   const std::int64_t ng = static_cast<std::int64_t>(q.scales.size()) / rows;
-  mo::st::write_file(a[9], {td("q", D::U8, {rows, cols}, q.q.data(), q.q.size()),
-                            td("scales", D::F16, {rows, ng}, q.scales.data(), q.scales.size() * 2),
-                            td("zeros", D::U8, {rows, ng}, q.zeros.data(), q.zeros.size()),
-                            td("g_idx", D::I32, {cols}, q.g_idx.data(), q.g_idx.size() * 4)});
+  mo::st::write_file(
+      a[9],
+      {td("q", D::U8, {rows, cols}, q.q.data(), q.q.size()), td("scales", D::F16, {rows, ng}, q.scales.data(), q.scales.size() * 2),
+       td("zeros", D::U8, {rows, ng}, q.zeros.data(), q.zeros.size()), td("g_idx", D::I32, {cols}, q.g_idx.data(), q.g_idx.size() * 4)});
   return 0;
 }
 

@@ -107,8 +107,8 @@ int run(const std::vector<std::string>& args) {
       w.set(kv.at("key").get<std::string>(), make_value(value_type(kv.at("type").get<std::string>()), kv.at("value")));
     }
     for (const nlohmann::json& t : spec.value("tensors", nlohmann::json::array())) {
-      w.add_tensor(t.at("name").get<std::string>(), t.at("ne").get<std::vector<std::uint64_t>>(),
-                   ggml_type(t.at("type")), read_bytes(t.at("data").get<std::string>()));
+      w.add_tensor(t.at("name").get<std::string>(), t.at("ne").get<std::vector<std::uint64_t>>(), ggml_type(t.at("type")),
+                   read_bytes(t.at("data").get<std::string>()));
     }
     w.write();
     return 0;

@@ -21,8 +21,7 @@ namespace {
 constexpr std::int64_t kRow = 4096;
 constexpr std::int64_t kRows = 64;  // 1 MiB of f32 per pass
 
-double mb_per_s(std::uint32_t type, const std::vector<float>& x, const float* importance, double seconds,
-                std::vector<char>& out) {
+double mb_per_s(std::uint32_t type, const std::vector<float>& x, const float* importance, double seconds, std::vector<char>& out) {
   const std::uint64_t row_bytes = mo::ggml_row_bytes(type, kRow);
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();

@@ -25,9 +25,12 @@ int main(int argc, char** argv) {
     int ctx = 512, chunks = 0, threads = 0;
     for (int i = 3; i + 1 < argc; i += 2) {
       const std::string a = argv[i];
-      if (a == "--ctx") ctx = std::stoi(argv[i + 1]);
-      else if (a == "--chunks") chunks = std::stoi(argv[i + 1]);
-      else if (a == "--threads") threads = std::stoi(argv[i + 1]);
+      if (a == "--ctx")
+        ctx = std::stoi(argv[i + 1]);
+      else if (a == "--chunks")
+        chunks = std::stoi(argv[i + 1]);
+      else if (a == "--threads")
+        threads = std::stoi(argv[i + 1]);
     }
     if (threads > 0) mo::set_default_threads(threads);
     const auto t0 = std::chrono::steady_clock::now();
@@ -42,8 +45,8 @@ int main(int argc, char** argv) {
     if (!text.empty() && text.back() == '\n') text.pop_back();
     auto r = mo::eval::perplexity_llama_cpp(engine, *tok, text, ctx, chunks);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::cout << fmt::format("{{\"ppl\": {:.4f}, \"nll\": {:.6f}, \"windows\": {}, \"tokens_scored\": {}, \"seconds\": {:.1f}}}\n", r.ppl, r.nll_mean,
-                             r.windows, r.tokens_scored, s);
+    std::cout << fmt::format("{{\"ppl\": {:.4f}, \"nll\": {:.6f}, \"windows\": {}, \"tokens_scored\": {}, \"seconds\": {:.1f}}}\n", r.ppl,
+                             r.nll_mean, r.windows, r.tokens_scored, s);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

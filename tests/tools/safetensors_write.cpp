@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
       const auto dtype = mo::st::dtype_from_name(t.at("dtype").get<std::string>());
       if (!dtype) throw mo::UsageError("unknown dtype " + t.at("dtype").dump());
       buffers.push_back(unhex(t.at("hex").get<std::string>()));
-      tensors.push_back({t.at("name").get<std::string>(), *dtype, t.at("shape").get<std::vector<std::int64_t>>(),
-                         buffers.back().data(), buffers.back().size()});
+      tensors.push_back({t.at("name").get<std::string>(), *dtype, t.at("shape").get<std::vector<std::int64_t>>(), buffers.back().data(),
+                         buffers.back().size()});
     }
     const auto metadata = spec.value("metadata", std::map<std::string, std::string>{});
     if (spec.contains("max_shard_bytes")) {

@@ -130,8 +130,8 @@ int bench(const std::string& file, const std::vector<std::string>& tokenizers) {
       }
     }
     const double mb = static_cast<double>(text.size()) / 1e6;
-    fmt::print("{} ({} {}): load {:.2f} s, {} tokens, cold {:.1f} MB/s, warm {:.1f} MB/s (CPU time; wall {:.1f} MB/s)\n", path,
-               tok->kind(), tok->pre(), load_s, n_tokens, mb / first_cpu, mb / best_cpu, mb / best_wall);
+    fmt::print("{} ({} {}): load {:.2f} s, {} tokens, cold {:.1f} MB/s, warm {:.1f} MB/s (CPU time; wall {:.1f} MB/s)\n", path, tok->kind(),
+               tok->pre(), load_s, n_tokens, mb / first_cpu, mb / best_cpu, mb / best_wall);
   }
   return 0;
 }
@@ -150,11 +150,16 @@ int run(const std::vector<std::string>& args) {
   if (args.size() < 2) return usage();
   bool add_special = true, parse_special = false, skip_special = true, json = false;
   for (std::size_t i = 2; i < args.size(); ++i) {
-    if (args[i] == "--no-special") add_special = false;
-    else if (args[i] == "--parse-special") parse_special = true;
-    else if (args[i] == "--keep-special") skip_special = false;
-    else if (args[i] == "--json") json = true;
-    else return usage();
+    if (args[i] == "--no-special")
+      add_special = false;
+    else if (args[i] == "--parse-special")
+      parse_special = true;
+    else if (args[i] == "--keep-special")
+      skip_special = false;
+    else if (args[i] == "--json")
+      json = true;
+    else
+      return usage();
   }
   const auto tok = load(args[0]);
   if (args[1] == "encode") return encode(*tok, add_special, parse_special, json);

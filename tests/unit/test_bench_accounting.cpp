@@ -14,8 +14,8 @@ using namespace mo::bench;
 using ms = std::chrono::milliseconds;
 
 std::string completion_event(const std::string& text, const char* finish = nullptr) {
-  return std::string("data: {\"choices\":[{\"index\":0,\"text\":\"") + text + "\",\"finish_reason\":" +
-         (finish ? std::string("\"") + finish + "\"" : "null") + "}]}\n\n";
+  return std::string("data: {\"choices\":[{\"index\":0,\"text\":\"") + text +
+         "\",\"finish_reason\":" + (finish ? std::string("\"") + finish + "\"" : "null") + "}]}\n\n";
 }
 
 TEST(BenchAccounting, TokensComeFromUsageNotChunkCount) {
@@ -43,8 +43,10 @@ TEST(BenchAccounting, TokensComeFromUsageNotChunkCount) {
 TEST(BenchAccounting, SseSplitAcrossReadsAndCrLfLines) {
   const auto t0 = Clock::now();
   StreamAccounting a(t0);
-  const std::string all = "data: {\"choices\":[{\"text\":\" x\"}]}\r\n\r\n: keep-alive\r\n\r\ndata: {\"choices\":[{\"text\":\" y\",\"finish_reason\":\"stop\"}]}\r\n\r\n"
-                          "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\r\n\r\ndata: [DONE]\r\n\r\n";
+  const std::string all =
+      "data: {\"choices\":[{\"text\":\" x\"}]}\r\n\r\n: keep-alive\r\n\r\ndata: {\"choices\":[{\"text\":\" "
+      "y\",\"finish_reason\":\"stop\"}]}\r\n\r\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\r\n\r\ndata: [DONE]\r\n\r\n";
   for (std::size_t i = 0; i < all.size(); i += 7) a.feed(std::string_view(all).substr(i, 7), t0 + ms(10 + static_cast<int>(i)));
   RequestSample s;
   a.finish(s, t0 + ms(400), 0);

@@ -101,7 +101,8 @@ class FakeOpenAiServer {
     return send_all(fd, size + s + "\r\n");
   }
   void sleep_until(Clock::time_point t) const {
-    while (!stop_ && Clock::now() < t) std::this_thread::sleep_for(std::min<Clock::duration>(t - Clock::now(), std::chrono::milliseconds(5)));
+    while (!stop_ && Clock::now() < t)
+      std::this_thread::sleep_for(std::min<Clock::duration>(t - Clock::now(), std::chrono::milliseconds(5)));
   }
 
   void handle(int fd) {
@@ -133,8 +134,7 @@ class FakeOpenAiServer {
     const long long n_req = completions_++;
     const FakeMode mode = script_.mode(req, n_req);
     const int now = ++in_flight_;
-    for (int p = peak_.load(); now > p && !peak_.compare_exchange_weak(p, now);) {
-    }
+    for (int p = peak_.load(); now > p && !peak_.compare_exchange_weak(p, now);) {}
     answer(fd, req, chat, mode, arrived);
     --in_flight_;
   }
@@ -160,7 +160,8 @@ class FakeOpenAiServer {
       sleep_until(due(n_out - 1));
       std::string out;
       for (long long j = 0; j < n_out; ++j) out += " tok";
-      const std::string j = chat ? R"({"choices":[{"index":0,"message":{"role":"assistant","content":")" + out + R"("},"finish_reason":"length"}],"usage":)" + usage + "}"
+      const std::string j = chat ? R"({"choices":[{"index":0,"message":{"role":"assistant","content":")" + out +
+                                       R"("},"finish_reason":"length"}],"usage":)" + usage + "}"
                                  : R"({"choices":[{"index":0,"text":")" + out + R"(","finish_reason":"length"}],"usage":)" + usage + "}";
       send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(j.size()) + "\r\n\r\n" + j);
       return;
@@ -168,8 +169,10 @@ class FakeOpenAiServer {
     if (!send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")) return;
     const auto event = [&](const std::string& piece, const char* finish) {
       const std::string fr = finish ? std::string("\"") + finish + "\"" : "null";
-      const std::string j = chat ? R"({"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":")" + piece + R"("},"finish_reason":)" + fr + "}]}"
-                                 : R"({"object":"text_completion","choices":[{"index":0,"text":")" + piece + R"(","finish_reason":)" + fr + "}]}";
+      const std::string j =
+          chat ? R"({"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":")" + piece + R"("},"finish_reason":)" + fr +
+                     "}]}"
+               : R"({"object":"text_completion","choices":[{"index":0,"text":")" + piece + R"(","finish_reason":)" + fr + "}]}";
       return "data: " + j + "\n\n";
     };
     if (chat && !send_chunk(fd, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n")) return;

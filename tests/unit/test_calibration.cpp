@@ -29,8 +29,8 @@ class Calibration : public ::testing::Test {
   void SetUp() override {
     if (!fs::exists(kLlama2)) GTEST_SKIP() << "shared tokenizer missing: " << kLlama2;
     tok_ = mo::tok::load_tokenizer_json(kLlama2);
-    dir_ = fs::temp_directory_path() / ("mo_calib_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("mo_calib_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override {
@@ -84,8 +84,10 @@ class ScopedCalibrationDir {
     ::setenv("MO_CALIBRATION_DIR", dir.c_str(), 1);
   }
   ~ScopedCalibrationDir() {
-    if (old_) ::setenv("MO_CALIBRATION_DIR", old_->c_str(), 1);
-    else ::unsetenv("MO_CALIBRATION_DIR");
+    if (old_)
+      ::setenv("MO_CALIBRATION_DIR", old_->c_str(), 1);
+    else
+      ::unsetenv("MO_CALIBRATION_DIR");
   }
 
  private:
@@ -115,7 +117,8 @@ TEST_F(Calibration, JsonArrayOfObjectsReadsTheTextField) {
 }
 
 TEST_F(Calibration, JsonlTextPromptCompletionAndCustomField) {
-  const auto set = load(write("t.jsonl", "{\"text\": \"one two three\"}\n\n{\"prompt\": \"Q: 2+2?\", \"completion\": \" A: 4\"}\r\n"), 2, 64);
+  const auto set =
+      load(write("t.jsonl", "{\"text\": \"one two three\"}\n\n{\"prompt\": \"Q: 2+2?\", \"completion\": \" A: 4\"}\r\n"), 2, 64);
   ASSERT_EQ(set.samples.size(), 2u);
   EXPECT_EQ(set.records, 2);
   bool saw_pc = false;
@@ -145,14 +148,17 @@ TEST_F(Calibration, TextFileGivesOneSamplePerParagraph) {
   // Without an extension the content decides; a .jsonl name still promises JSON.
   EXPECT_EQ(load(write("corpus", "first\n\nsecond\n"), 4, 64).records, 2);
   EXPECT_TRUE(contains(error_of("plain.jsonl", "just some plain text\n"), "plain.jsonl: not JSON or JSONL"));
-  EXPECT_EQ(error_of("empty.txt", "\n \n"), dir_.string() + "/empty.txt: the file is empty; expected plain text (paragraphs separated by blank lines)");
-  EXPECT_EQ(error_of("blank.txt", " \v\n\f\n"), dir_.string() + "/blank.txt: no paragraphs of text; expected paragraphs separated by blank lines");
+  EXPECT_EQ(error_of("empty.txt", "\n \n"),
+            dir_.string() + "/empty.txt: the file is empty; expected plain text (paragraphs separated by blank lines)");
+  EXPECT_EQ(error_of("blank.txt", " \v\n\f\n"),
+            dir_.string() + "/blank.txt: no paragraphs of text; expected paragraphs separated by blank lines");
 }
 
 TEST_F(Calibration, MessagesAreRenderedWithTheChatTemplate) {
   chat_.tmpl = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}";
-  const auto path = write("m.jsonl", R"({"messages": [{"role": "user", "content": "Hi there"}, {"role": "assistant", "content": "Hello!"}]})"
-                                     "\n");
+  const auto path =
+      write("m.jsonl", R"({"messages": [{"role": "user", "content": "Hi there"}, {"role": "assistant", "content": "Hello!"}]})"
+                       "\n");
   const auto set = load(path, 1, 128);
   ASSERT_EQ(set.samples.size(), 1u);
   EXPECT_EQ(set.samples[0], ids("[user] Hi there\n[assistant] Hello!\n"));
@@ -166,13 +172,15 @@ TEST_F(Calibration, MessagesAreRenderedWithTheChatTemplate) {
 }
 
 TEST_F(Calibration, MessagesTheTemplateRejectsNameTheLine) {
-  chat_.tmpl = "{% if messages[0].role != 'user' %}{{ raise_exception('Conversations must start with the user') }}{% endif %}"
-               "{% for m in messages %}{{ m.content }}{% endfor %}";
+  chat_.tmpl =
+      "{% if messages[0].role != 'user' %}{{ raise_exception('Conversations must start with the user') }}{% endif %}"
+      "{% for m in messages %}{{ m.content }}{% endfor %}";
   const auto e = error_of("r.jsonl", R"({"messages": [{"role": "user", "content": "fine"}]})"
                                      "\n"
                                      R"({"messages": [{"role": "assistant", "content": "not fine"}]})"
                                      "\n");
-  EXPECT_TRUE(contains(e, "r.jsonl:2: the model's chat template rejects this record's messages: Conversations must start with the user")) << e;
+  EXPECT_TRUE(contains(e, "r.jsonl:2: the model's chat template rejects this record's messages: Conversations must start with the user"))
+      << e;
 }
 
 TEST_F(Calibration, MessagesWithoutATemplateFallBackToChatMLWithOneWarning) {
@@ -323,11 +331,18 @@ TEST_F(Calibration, ErrorsNameTheFileLineAndField) {
 
 TEST_F(Calibration, WeirdInputGivesAnErrorOrSamplesNeverACrash) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  const std::string cases[] = {
-      deep, "\xEF\xBB\xBF[\"bom\"]", "[\"\xff\xfe bad utf8\"]", "\"only a string\"", "{\"text\": \"a\\u0000b\"}",
-      std::string("[\"nul\0byte\"]", 12), "[1e99999]", "{\"messages\": \"not a list\"}", "{\"messages\": [[]]}",
-      "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"parts\"}]}]}",
-      "{\"messages\": [{\"role\": \"user\", \"content\": 3}]}", "[null, true, {}]"};
+  const std::string cases[] = {deep,
+                               "\xEF\xBB\xBF[\"bom\"]",
+                               "[\"\xff\xfe bad utf8\"]",
+                               "\"only a string\"",
+                               "{\"text\": \"a\\u0000b\"}",
+                               std::string("[\"nul\0byte\"]", 12),
+                               "[1e99999]",
+                               "{\"messages\": \"not a list\"}",
+                               "{\"messages\": [[]]}",
+                               "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"parts\"}]}]}",
+                               "{\"messages\": [{\"role\": \"user\", \"content\": 3}]}",
+                               "[null, true, {}]"};
   int i = 0;
   for (const auto& c : cases) {
     const auto path = write("w" + std::to_string(i++) + ".json", c);
@@ -347,8 +362,7 @@ TEST_F(Calibration, MissingBuiltinSetSaysHowToFetchIt) {
     load("code");
     ADD_FAILURE();
   } catch (const mo::UsageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "built-in calibration set 'code' not found in " + empty_dir + ": run scripts/fetch-calibration.sh");
+    EXPECT_EQ(std::string(e.what()), "built-in calibration set 'code' not found in " + empty_dir + ": run scripts/fetch-calibration.sh");
   }
 }
 
@@ -356,7 +370,8 @@ TEST_F(Calibration, MissingBuiltinSetSaysHowToFetchIt) {
 TEST_F(Calibration, BuiltinSetsGiveAtLeast128SamplesOf512Tokens) {
   const char* env = std::getenv("MO_CALIBRATION_DIR");
   const std::string dir = env && *env ? env : std::string(MO_SOURCE_DIR) + "/.cache/calibration";
-  if (!fs::exists(dir + "/general.jsonl")) GTEST_SKIP() << "no built-in calibration sets in " << dir << ": run scripts/fetch-calibration.sh";
+  if (!fs::exists(dir + "/general.jsonl"))
+    GTEST_SKIP() << "no built-in calibration sets in " << dir << ": run scripts/fetch-calibration.sh";
   const ScopedCalibrationDir scoped(dir);
   chat_.tmpl = "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}</s>\n{% endfor %}";  // Zephyr / TinyLlama-chat style
   for (const auto& name : mo::quant::builtin_calibration_names()) {

@@ -48,8 +48,12 @@ std::string render_case(const std::string& tmpl, const Json& info, const Json& c
     opt.eos_token = info["eos_token"];
     return mo::tok::render_chat_template(tmpl, messages, opt);
   }
-  Json context = {{"messages", conversation["messages"]}, {"tools", nullptr}, {"documents", nullptr},
-                  {"add_generation_prompt", true}, {"bos_token", info["bos_token"]}, {"eos_token", info["eos_token"]}};
+  Json context = {{"messages", conversation["messages"]},
+                  {"tools", nullptr},
+                  {"documents", nullptr},
+                  {"add_generation_prompt", true},
+                  {"bos_token", info["bos_token"]},
+                  {"eos_token", info["eos_token"]}};
   for (auto it = conversation.begin(); it != conversation.end(); ++it) context[it.key()] = it.value();
   return mo::tok::render_chat_template(tmpl, context);
 }
@@ -106,8 +110,10 @@ TEST(ChatTemplateFeatures, MatchJinja2) {
     const bool unsupported = name.rfind("unsupported:", 0) == 0;
     try {
       const std::string out = mo::tok::render_chat_template(f["template"].get<std::string>(), f["context"]);
-      if (f.contains("error") || unsupported) ADD_FAILURE() << "expected an error, rendered " << out;
-      else EXPECT_EQ(out, f["output"].get<std::string>());
+      if (f.contains("error") || unsupported)
+        ADD_FAILURE() << "expected an error, rendered " << out;
+      else
+        EXPECT_EQ(out, f["output"].get<std::string>());
     } catch (const ChatTemplateError& e) {
       if (unsupported) {
         EXPECT_EQ(e.kind(), ChatTemplateError::Kind::kUnsupported) << e.what();
@@ -224,7 +230,8 @@ TEST(ChatTemplateFallback, UnsupportedTemplateIsAnErrorNotChatML) {
     ADD_FAILURE() << "accepted";
   } catch (const mo::UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("models/m.gguf: the model's chat template cannot be used: the 'macro' tag is not supported"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(mo::tok::check_chat_template("{% if x %}unclosed", "m"), mo::UsageError);
   EXPECT_NO_THROW(mo::tok::check_chat_template("", "m"));
@@ -263,14 +270,12 @@ TEST(ChatTemplateOptions, ExtraContextReachesTheTemplate) {
   opt.extra_context = {{"enable_thinking", false}, {"date_string", "26 Jul 2024"}};
   EXPECT_EQ(mo::tok::render_chat_template(read_file(kData / "qwen3.jinja"), {{"user", "Hi"}}, opt),
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
-  EXPECT_EQ(mo::tok::render_chat_template("{{ date_string }}|{{ tools }}|{{ add_generation_prompt }}", {}, opt),
-            "26 Jul 2024|None|True");
+  EXPECT_EQ(mo::tok::render_chat_template("{{ date_string }}|{{ tools }}|{{ add_generation_prompt }}", {}, opt), "26 Jul 2024|None|True");
 }
 
 TEST(ChatTemplateSource, TokenizerConfigGivesTemplateAndTokens) {
-  const nlohmann::json config = {{"chat_template", "{{ bos_token }}x"},
-                                 {"bos_token", {{"content", "<s>"}, {"lstrip", false}}},
-                                 {"eos_token", "</s>"}};
+  const nlohmann::json config = {
+      {"chat_template", "{{ bos_token }}x"}, {"bos_token", {{"content", "<s>"}, {"lstrip", false}}}, {"eos_token", "</s>"}};
   const auto t = mo::tok::chat_template_from_tokenizer_config(config);
   EXPECT_EQ(t.tmpl, "{{ bos_token }}x");
   EXPECT_EQ(t.bos_token, "<s>");

@@ -141,8 +141,10 @@ TEST(Config, FreeTextKeepsItsSpacesWhereNamesAreTrimmed) {
   mo::config::GenerateConfig c;
   Schema s("generate");
   mo::config::bind(s, c);
-  load_yaml_text(s, "prompt: \" Once upon\\n\"\nsystem: \"  Be brief. \"\nstop: [\"\\n\\n\", \" The end\"]\n"
-                    "model_path: \"  model.gguf  \"\nmax_tokens: \" 12 \"\n", "generate.yaml");
+  load_yaml_text(s,
+                 "prompt: \" Once upon\\n\"\nsystem: \"  Be brief. \"\nstop: [\"\\n\\n\", \" The end\"]\n"
+                 "model_path: \"  model.gguf  \"\nmax_tokens: \" 12 \"\n",
+                 "generate.yaml");
   EXPECT_EQ(c.prompt, " Once upon\n");
   EXPECT_EQ(c.system, "  Be brief. ");
   EXPECT_EQ(c.stop, (std::vector<std::string>{"\n\n", " The end"}));

@@ -91,7 +91,8 @@ TEST(DeviceModel, Stories260KGreedyFromBosTellsTheStory) {
   p.ignore_eos = true;
   const std::vector<std::int32_t> bos = {1};
   const auto out = generate(e, *tok, bos, p, {}, [](std::string_view) {});
-  const std::string story = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball.";
+  const std::string story =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball.";
   EXPECT_EQ(tok->decode(out.output_ids).substr(0, story.size()), story);
 }
 
@@ -105,7 +106,8 @@ TEST(DeviceModel, Stories260KLogitsMatchTheCpuEngine) {
   const std::vector<std::int32_t> prompt = {1, 403, 407, 261, 378, 429, 273, 306, 339, 263, 40, 291, 352, 267, 333, 260};
   const Steps a = run(cpu, prompt, 12), b = run(dev, prompt, 12);
   EXPECT_LT(relative_gap(a.prefill, b.prefill), 5e-3);
-  std::printf("stories260K, f16 on the device path: largest logit gap / largest logit = %.2e (prefill)\n", relative_gap(a.prefill, b.prefill));
+  std::printf("stories260K, f16 on the device path: largest logit gap / largest logit = %.2e (prefill)\n",
+              relative_gap(a.prefill, b.prefill));
   for (std::size_t i = 0; i < a.logits.size(); ++i) {
     EXPECT_LT(relative_gap(a.logits[i], b.logits[i]), 5e-3) << "step " << i;
     EXPECT_EQ(std::max_element(a.logits[i].begin(), a.logits[i].end()) - a.logits[i].begin(),
@@ -121,9 +123,10 @@ TEST(DeviceModel, RaggedBatchEqualsEachSequenceAlone) {
   auto files = mo::model::ModelFiles::open(quant_test::kStories);
   mo::ThreadPool pool(2);
   Engine e = on_cpu_backend(bind_weights(files), pool);
-  const std::vector<std::vector<std::int32_t>> prompts = {{1, 403, 407, 261, 378, 429, 273, 306, 339, 263, 40, 291, 352, 267, 333, 260, 300, 301},
-                                                          {1, 500},
-                                                          {1, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 200}};
+  const std::vector<std::vector<std::int32_t>> prompts = {
+      {1, 403, 407, 261, 378, 429, 273, 306, 339, 263, 40, 291, 352, 267, 333, 260, 300, 301},
+      {1, 500},
+      {1, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 200}};
   std::vector<std::vector<float>> alone;
   for (const auto& p : prompts) alone.push_back(run(e, p, 0).prefill);
 
@@ -249,7 +252,7 @@ TEST(DeviceModel, WeightBeyondF16RangeIsRefusedByName) {
   mo::model::Hparams hp = mo::test::small_llama();
   mo::ThreadPool pool(1);
   ModelWeights w = dummy_weights(hp, 0, 5);  // f32
-  auto& buf = w.owned.back();                 // the last matrix made: layer 1's ffn_down
+  auto& buf = w.owned.back();                // the last matrix made: layer 1's ffn_down
   const float big = 1e6f;
   std::memcpy(buf.data() + 4 * 7, &big, 4);
   auto backend = make_cpu_backend(pool);
@@ -279,7 +282,8 @@ TEST(DeviceModel, DemoModelGreedyMatchesTheCpuEngine) {
   auto tok = mo::tok::load_tokenizer_gguf(*files.gguf());
   const auto prompt = tok->encode("The capital of France is", true, false);
   const Steps a = run(cpu, prompt, 12), b = run(dev, prompt, 12);
-  std::printf("SmolLM2 Q4_1 -> f16 on the device path: largest logit gap / largest logit = %.2e (prefill)\n", relative_gap(a.prefill, b.prefill));
+  std::printf("SmolLM2 Q4_1 -> f16 on the device path: largest logit gap / largest logit = %.2e (prefill)\n",
+              relative_gap(a.prefill, b.prefill));
   EXPECT_LT(relative_gap(a.prefill, b.prefill), 1e-2);
   for (std::size_t i = 0; i < a.logits.size(); ++i)
     EXPECT_EQ(std::max_element(a.logits[i].begin(), a.logits[i].end()) - a.logits[i].begin(),

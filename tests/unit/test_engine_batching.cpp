@@ -134,7 +134,9 @@ struct Model {
   Engine engine;
   std::unique_ptr<mo::tok::Tokenizer> tok;
   explicit Model(const std::string& path)
-      : files(mo::model::ModelFiles::open(path)), engine(mo::engine::bind_weights(files), pool), tok(mo::tok::load_tokenizer_gguf(*files.gguf())) {}
+      : files(mo::model::ModelFiles::open(path)),
+        engine(mo::engine::bind_weights(files), pool),
+        tok(mo::tok::load_tokenizer_gguf(*files.gguf())) {}
 };
 
 // (a) alone vs (b) ragged batch vs (c) chunks of 16 (the prompts listed in `chunked`); then decodes
@@ -184,8 +186,7 @@ void check_invariance(Engine& e, const std::vector<Tokens>& prompts, const std::
     EXPECT_LT(mixed[k], kTol) << "decode beside prefill, comparison " << k;
     worst_mixed = std::max(worst_mixed, mixed[k]);
   }
-  std::printf("max |diff| vs alone, f32 KV: ragged %g, chunked %g, decode beside prefill %g\n", worst_ragged, worst_chunked,
-              worst_mixed);
+  std::printf("max |diff| vs alone, f32 KV: ragged %g, chunked %g, decode beside prefill %g\n", worst_ragged, worst_chunked, worst_mixed);
 
   // f16 KV rounds K and V the same way whichever way the tokens arrive, so alone == ragged exactly.
   if (!check_f16) return;

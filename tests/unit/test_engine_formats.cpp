@@ -106,8 +106,8 @@ TEST_P(EngineFormats, LogitsMatchDequantizedWeightsAndIgnoreBatching) {
   ModelWeights w = dummy_weights(small_llama(), *type, 7);
   Engine stored(w, pool);
   Engine f32(dequantized(w), pool);
-  const std::vector<std::vector<std::int32_t>> prompts = {{1, 5, 9, 300, 17}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20},
-                                                          {1, 250, 31}};
+  const std::vector<std::vector<std::int32_t>> prompts = {
+      {1, 5, 9, 300, 17}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, {1, 250, 31}};
   const auto reference = run(f32, prompts, false, 0);
   // The stored weights alone (f32 activations, int_dot off): the same logits as their f32 decoding.
   // Then the default integer path, whose 8-bit activations (as llama.cpp's q8_0) add up to ~1.2% here.
@@ -130,7 +130,7 @@ TEST_P(EngineFormats, LogitsMatchDequantizedWeightsAndIgnoreBatching) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStoredTypes, EngineFormats,
-                         ::testing::Values("f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K",
-                                           "q5_K", "q6_K"));
+                         ::testing::Values("f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K",
+                                           "q6_K"));
 
 }  // namespace

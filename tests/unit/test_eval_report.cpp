@@ -103,9 +103,13 @@ TEST(EvalReport, DecisionLogIsSummarisedPerFormatWithFallbacksAndLowestCosine) {
   const auto dir = std::filesystem::temp_directory_path() / ("mo_eval_report_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string log = (dir / "decisions.jsonl").string();
-  std::ofstream(log) << R"({"module": "model.layers.0.self_attn.q_proj", "requested": "int4 g128", "format": "int4 g128", "bytes": 1000, "cosine": 0.999})" "\n"
-                     << R"({"module": "model.layers.0.mlp.down_proj", "requested": "int4 g128", "format": "int8 per-channel", "bytes": 3000, "cosine": 0.995, "reason": "sensitive: cosine 0.97 < 0.98"})" "\n"
-                     << R"({"module": "lm_head", "requested": "f16", "format": "f16", "bytes": 9000})" "\n";
+  std::ofstream(log)
+      << R"({"module": "model.layers.0.self_attn.q_proj", "requested": "int4 g128", "format": "int4 g128", "bytes": 1000, "cosine": 0.999})"
+         "\n"
+      << R"({"module": "model.layers.0.mlp.down_proj", "requested": "int4 g128", "format": "int8 per-channel", "bytes": 3000, "cosine": 0.995, "reason": "sensitive: cosine 0.97 < 0.98"})"
+         "\n"
+      << R"({"module": "lm_head", "requested": "f16", "format": "f16", "bytes": 9000})"
+         "\n";
   const auto s = mo::report::summarize_decisions(log);
   EXPECT_EQ(s.modules, 3);
   EXPECT_EQ(s.by_format.at("int4 g128"), 1);

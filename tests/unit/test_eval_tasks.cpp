@@ -37,7 +37,8 @@ std::string error_of(const std::string& text) {
 TEST(EvalTaskFile, ErrorsNameTheLineAndTheField) {
   EXPECT_EQ(error_of("{\"query\": \"q\", \"choices\": [\"a\", \"b\"], \"gold\": 0}\n{\"query\": \"q\", \"choices\": [\"a\"]}\n"),
             ":2: missing field \"gold\"");
-  EXPECT_EQ(error_of("{\"query\": \"q\", \"choices\": [\"a\", \"b\"], \"gold\": 2}\n"), ":1: field \"gold\" must be an index between 0 and 1");
+  EXPECT_EQ(error_of("{\"query\": \"q\", \"choices\": [\"a\", \"b\"], \"gold\": 2}\n"),
+            ":1: field \"gold\" must be an index between 0 and 1");
   EXPECT_EQ(error_of("{\"choices\": [\"a\"], \"gold\": 0}\n"), ":1: missing field \"query\"");
   EXPECT_EQ(error_of("{\"query\": \"q\", \"choices\": [], \"gold\": 0}\n"), ":1: field \"choices\" must be a non-empty list of strings");
   EXPECT_EQ(error_of("{\"text\": \"x\"}\n"),
@@ -107,11 +108,12 @@ TEST(EvalTasks, StoriesPicksItsOwnContinuationAndScoresTheSameTwice) {
   mo::ThreadPool pool(2);
   mo::engine::Engine engine(mo::engine::bind_weights(files), pool);
   auto tok = mo::tok::load_tokenizer_gguf(*files.gguf());
-  const std::string path = temp_file("stories.jsonl",
-                                     "{\"query\": \"Once upon a time, there was a little girl named\", \"choices\": [\"table\", \"Lily.\", \"seven\"], \"gold\": 1}\n"
-                                     "{\"query\": \"Once upon a time, there was a little\", \"choices\": [\"girl named Lily.\", \"rock blue\"], \"gold\": 0}\n"
-                                     "{\"context_options\": [\"Once upon a time, there was a little girl named\", \"Tree car rock\"], "
-                                     "\"continuation\": \"Lily.\", \"gold\": 0}\n");
+  const std::string path = temp_file(
+      "stories.jsonl",
+      "{\"query\": \"Once upon a time, there was a little girl named\", \"choices\": [\"table\", \"Lily.\", \"seven\"], \"gold\": 1}\n"
+      "{\"query\": \"Once upon a time, there was a little\", \"choices\": [\"girl named Lily.\", \"rock blue\"], \"gold\": 0}\n"
+      "{\"context_options\": [\"Once upon a time, there was a little girl named\", \"Tree car rock\"], "
+      "\"continuation\": \"Lily.\", \"gold\": 0}\n");
   const auto task = mo::eval::load_task_file(path);
   const auto r = mo::eval::run_task(engine, *tok, task, 0);
   EXPECT_EQ(r.items, 3);
@@ -124,9 +126,10 @@ TEST(EvalTasks, StoriesPicksItsOwnContinuationAndScoresTheSameTwice) {
   EXPECT_EQ(again.acc, 1.0);
   std::filesystem::remove(path);
 
-  const std::string lambada = temp_file("lambada.jsonl",
-                                        "{\"context\": \"Once upon a time, there was a little girl named\", \"continuation\": \"Lily\"}\n"
-                                        "{\"context\": \"Once upon a time, there was a little girl named\", \"continuation\": \"Zebra\"}\n");
+  const std::string lambada =
+      temp_file("lambada.jsonl",
+                "{\"context\": \"Once upon a time, there was a little girl named\", \"continuation\": \"Lily\"}\n"
+                "{\"context\": \"Once upon a time, there was a little girl named\", \"continuation\": \"Zebra\"}\n");
   const auto c = mo::eval::run_task(engine, *tok, mo::eval::load_task_file(lambada), 0);
   EXPECT_TRUE(c.completion);
   EXPECT_EQ(c.acc, 0.5);  // the greedy continuation is "Lily", never "Zebra"

@@ -127,9 +127,7 @@ TEST(EvalText, StridedPerplexityScoresEveryTokenAfterTheFirstOnce) {
 
 TEST(EvalData, CrlfIsNormalisedAndOneTrailingNewlineDropped) {
   const auto path = std::filesystem::temp_directory_path() / ("mo_eval_crlf_" + std::to_string(::getpid()) + ".txt");
-  {
-    std::ofstream(path, std::ios::binary) << "a\r\nb\rc\n\n";
-  }
+  { std::ofstream(path, std::ios::binary) << "a\r\nb\rc\n\n"; }
   EXPECT_EQ(mo::eval::read_eval_text(path.string()), "a\nb\nc\n");
   std::filesystem::remove(path);
 }
@@ -152,8 +150,10 @@ TEST(EvalData, BuiltInFolderIsPrintedRelativeToTheWorkingDirectory) {
   fs::current_path(cwd);
   ::setenv("MO_EVAL_DATA", "my-data", 1);
   EXPECT_EQ(mo::eval::eval_data_dir(), "my-data");  // as the user set it
-  if (saved_env.empty()) ::unsetenv("MO_EVAL_DATA");
-  else ::setenv("MO_EVAL_DATA", saved_env.c_str(), 1);
+  if (saved_env.empty())
+    ::unsetenv("MO_EVAL_DATA");
+  else
+    ::setenv("MO_EVAL_DATA", saved_env.c_str(), 1);
 }
 
 TEST(EvalData, UnknownTextNamesTheKeyAndTheBuiltIns) {

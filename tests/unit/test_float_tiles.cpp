@@ -72,8 +72,7 @@ Case make_case(std::uint32_t type, std::int64_t rows, std::int64_t cols, std::mt
 }
 
 std::string name(const Case& c, SimdLevel l) {
-  return "type " + std::to_string(c.type) + " " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
-         mo::ops::simd_level_name(l);
+  return "type " + std::to_string(c.type) + " " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " + mo::ops::simd_level_name(l);
 }
 
 TEST(FloatTiles, MatchDoublePrecisionReference) {
@@ -105,8 +104,8 @@ TEST(FloatTiles, MatchDoublePrecisionReference) {
 
 // Every (row, token) of a call with `n` tokens over rows [r0, r1) against the same (row, token) of the
 // full call, bit for bit.
-void expect_same_as_full(const Case& c, SimdLevel l, const std::vector<float>& x, const std::vector<float>& full,
-                         std::int64_t n_full, std::int64_t t0, std::int64_t n, std::int64_t r0, std::int64_t r1) {
+void expect_same_as_full(const Case& c, SimdLevel l, const std::vector<float>& x, const std::vector<float>& full, std::int64_t n_full,
+                         std::int64_t t0, std::int64_t n, std::int64_t r0, std::int64_t r1) {
   std::vector<float> y(static_cast<std::size_t>(n * c.rows), -7.0f);
   ftile::kernel(c.type, l)(c.w(), r0, r1, x.data() + t0 * c.cols, c.cols, n, y.data(), c.rows);
   for (std::int64_t t = 0; t < n; ++t)
@@ -165,8 +164,10 @@ TEST(FloatTiles, ScalarMatchesSimd) {
       for (SimdLevel l : ls) {
         ftile::kernel(type, l)(c.w(), 0, c.rows, x.data(), cols, n, y.data(), c.rows);
         for (std::size_t i = 0; i < y.size(); ++i) {
-          if (l == SimdLevel::avx2) ASSERT_EQ(y[i], ref[i]) << name(c, l) << " at " << i;
-          else ASSERT_NEAR(y[i], ref[i], 1e-4 * std::sqrt(static_cast<double>(cols))) << name(c, l) << " at " << i;
+          if (l == SimdLevel::avx2)
+            ASSERT_EQ(y[i], ref[i]) << name(c, l) << " at " << i;
+          else
+            ASSERT_NEAR(y[i], ref[i], 1e-4 * std::sqrt(static_cast<double>(cols))) << name(c, l) << " at " << i;
         }
       }
     }

@@ -7,8 +7,8 @@
 
 namespace {
 
-using mo::model::gguf_tensor_type;
 using mo::budget::weight_totals;
+using mo::model::gguf_tensor_type;
 using mo::model::Role;
 
 mo::model::ModelShape preset(const std::string& name) { return mo::model::load_model_shape(name); }

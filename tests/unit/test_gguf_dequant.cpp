@@ -75,8 +75,7 @@ TEST(GgufBlocks, LayoutsMatchGgmlTypeSizes) {
                {GgmlType::Q8_0, sizeof(formats::BlockQ8_0)}, {GgmlType::Q2_K, sizeof(formats::BlockQ2_K)},
                {GgmlType::Q3_K, sizeof(formats::BlockQ3_K)}, {GgmlType::Q4_K, sizeof(formats::BlockQ4_K)},
                {GgmlType::Q5_K, sizeof(formats::BlockQ5_K)}, {GgmlType::Q6_K, sizeof(formats::BlockQ6_K)}};
-  for (const auto& c : cases)
-    EXPECT_EQ(mo::ggml_type_info(c.type)->type_size, c.size) << mo::ggml_type_info(c.type)->name;
+  for (const auto& c : cases) EXPECT_EQ(mo::ggml_type_info(c.type)->type_size, c.size) << mo::ggml_type_info(c.type)->name;
   // Field positions that the on-disk format fixes (ggml-common.h).
   EXPECT_EQ(offsetof(formats::BlockQ2_K, d), 80u);
   EXPECT_EQ(offsetof(formats::BlockQ3_K, d), 108u);
@@ -216,8 +215,8 @@ TEST(GgufDequant, Q2_K) {
   b.scales[2] = 0x01;
   b.qs[0] = 0b11100100;
   const auto y = dequant(GgmlType::Q2_K, b);
-  EXPECT_EQ(y[0], 0.5f * 3 * 0 - 2.0f);   // bits 0-1 of qs[0]
-  EXPECT_EQ(y[32], 0.5f * 1 * 1);         // bits 2-3, sub-block 2
+  EXPECT_EQ(y[0], 0.5f * 3 * 0 - 2.0f);  // bits 0-1 of qs[0]
+  EXPECT_EQ(y[32], 0.5f * 1 * 1);        // bits 2-3, sub-block 2
   EXPECT_EQ(y[1], -2.0f);
   fill(b.scales, 1);
   fill(b.qs, 2);
@@ -343,8 +342,7 @@ TEST(GgufDequant, RejectsOtherTypesAndPartialBlocks) {
             "cannot dequantize ggml type 9 (q8_1)");
   EXPECT_EQ(error_of([&] { mo::gguf::dequantize_row(id(GgmlType::IQ2_XXS), src.data(), dst.data(), 256); }),
             "cannot dequantize ggml type 16 (iq2_xxs)");
-  EXPECT_EQ(error_of([&] { mo::gguf::dequantize_row(4, src.data(), dst.data(), 32); }),
-            "cannot dequantize ggml type 4");
+  EXPECT_EQ(error_of([&] { mo::gguf::dequantize_row(4, src.data(), dst.data(), 32); }), "cannot dequantize ggml type 4");
   EXPECT_EQ(error_of([&] { mo::gguf::dequantize_row(id(GgmlType::Q4_K), src.data(), dst.data(), 100); }),
             "cannot dequantize 100 weights of ggml type 12 (q4_K): not a multiple of its block size 256");
   EXPECT_THROW(mo::gguf::dequantize_row(id(GgmlType::F32), src.data(), dst.data(), -4), mo::Error);
@@ -363,8 +361,7 @@ TEST(GgufDequant, DequantizesTensorsOfAFile) {
   const std::int32_t ints[4] = {1, 2, 3, 4};
   const std::string path = temp_path("tensors.gguf");
   mo::gguf::Writer w(path);
-  w.add_tensor("q8", {32, 2}, id(GgmlType::Q8_0),
-               std::span(reinterpret_cast<const std::uint8_t*>(q8), sizeof(q8)));
+  w.add_tensor("q8", {32, 2}, id(GgmlType::Q8_0), std::span(reinterpret_cast<const std::uint8_t*>(q8), sizeof(q8)));
   w.add_tensor("ints", {4}, id(GgmlType::I32), std::span(reinterpret_cast<const std::uint8_t*>(ints), sizeof(ints)));
   w.write();
 
@@ -382,12 +379,11 @@ TEST(GgufDequant, DequantizesTensorsOfAFile) {
   far.offset = 1 << 20;
   EXPECT_EQ(error_of([&] { mo::gguf::dequantize(f, far); }),
             path + ": tensor 'q8' has 68 bytes of data at data offset 1048576, outside the file (" +
-                std::to_string(std::filesystem::file_size(path)) + " bytes, data section from offset " +
-                std::to_string(f.data_offset) + ")");
+                std::to_string(std::filesystem::file_size(path)) + " bytes, data section from offset " + std::to_string(f.data_offset) +
+                ")");
   mo::gguf::File unmapped = f;
   unmapped.mapping.reset();
-  EXPECT_EQ(error_of([&] { mo::gguf::dequantize(unmapped, *f.find_tensor("q8")); }),
-            path + ": tensor 'q8': the file is not mapped");
+  EXPECT_EQ(error_of([&] { mo::gguf::dequantize(unmapped, *f.find_tensor("q8")); }), path + ": tensor 'q8': the file is not mapped");
 }
 
 // --- Mutation test: thousands of damaged copies of a real model file. ---
@@ -445,10 +441,17 @@ class FieldFinder {
   void value(mo::gguf::ValueType type, bool record) {
     using mo::gguf::ValueType;
     switch (type) {
-      case ValueType::u8: case ValueType::i8: case ValueType::boolean: pos_ += 1; return;
-      case ValueType::u16: case ValueType::i16: pos_ += 2; return;
-      case ValueType::u32: case ValueType::i32: case ValueType::f32: pos_ += 4; return;
-      case ValueType::u64: case ValueType::i64: case ValueType::f64: pos_ += 8; return;
+      case ValueType::u8:
+      case ValueType::i8:
+      case ValueType::boolean: pos_ += 1; return;
+      case ValueType::u16:
+      case ValueType::i16: pos_ += 2; return;
+      case ValueType::u32:
+      case ValueType::i32:
+      case ValueType::f32: pos_ += 4; return;
+      case ValueType::u64:
+      case ValueType::i64:
+      case ValueType::f64: pos_ += 8; return;
       case ValueType::string: string(record); return;
       case ValueType::array: {
         const auto elem = static_cast<ValueType>(u32(record));
@@ -579,8 +582,8 @@ TEST(GgufMutation, DamagedCopiesOfARealFileFailCleanlyOrLoad) {
       if (f.width == 4) {
         values.insert(values.end(), {2, 5, 9, 12, 13, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF});
       } else {
-        values.insert(values.end(), {std::uint64_t{1} << 32, std::uint64_t{1} << 62, std::uint64_t{1} << 63,
-                                     0x7FFFFFFFFFFFFFFF, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFFFFFFFFF0});
+        values.insert(values.end(), {std::uint64_t{1} << 32, std::uint64_t{1} << 62, std::uint64_t{1} << 63, 0x7FFFFFFFFFFFFFFF,
+                                     0xFFFFFFFFFFFFFFFF, 0xFFFFFFFFFFFFFFF0});
       }
       for (std::uint64_t v : values) {
         patch.write(f.at, &v, f.width);  // little-endian host: the low bytes come first
@@ -611,10 +614,9 @@ TEST(GgufMutation, DamagedCopiesOfARealFileFailCleanlyOrLoad) {
   EXPECT_EQ(checker.loads + checker.errors, total);
   EXPECT_GE(total, 3000);
   EXPECT_GT(checker.loads, data_flips);  // some header damage leaves a readable file (e.g. a changed name)
-  std::cout << "mutated copies: " << total << " (" << truncations << " truncations, " << header_flips
-            << " header flips, " << data_flips << " data flips, " << field_writes << " field overwrites); "
-            << checker.loads << " loaded (" << checker.undecodable << " tensors of types we do not decode), "
-            << checker.errors << " clean errors\n";
+  std::cout << "mutated copies: " << total << " (" << truncations << " truncations, " << header_flips << " header flips, " << data_flips
+            << " data flips, " << field_writes << " field overwrites); " << checker.loads << " loaded (" << checker.undecodable
+            << " tensors of types we do not decode), " << checker.errors << " clean errors\n";
   RecordProperty("loads", checker.loads);
   RecordProperty("errors", checker.errors);
   std::filesystem::remove(path);

@@ -77,7 +77,7 @@ TEST(GgufExport, EveryFileTypeWritesAFileOurEngineLoadsAndGeneratesFrom) {
   const auto base = greedy(kStories, 20);
   // The fewest of 20 greedy tokens each type must share with the f32 original: float copies
   // agree fully; at 64-wide rows every block type falls back to q4_0..q8_0, which keep most.
-  const std::map<std::string, int> min_agree = {{"f16", 20}, {"bf16", 20},  {"q8_0", 20},  {"q6_k", 10}, {"q5_k_m", 10}, {"q5_k_s", 10},
+  const std::map<std::string, int> min_agree = {{"f16", 20},    {"bf16", 20},   {"q8_0", 20}, {"q6_k", 10},  {"q5_k_m", 10}, {"q5_k_s", 10},
                                                 {"q4_k_m", 10}, {"q4_k_s", 10}, {"q4_0", 10}, {"q3_k_m", 5}, {"q2_k", 5}};
   ASSERT_EQ(min_agree.size(), mo::formats::gguf_file_type_names().size());
   for (const auto& type : mo::formats::gguf_file_type_names()) {
@@ -207,7 +207,8 @@ TEST(GgufExport, ImatrixFromOurEngineRoundTripsThroughTheGgufAndLegacyForms) {
       for (std::size_t tk = 0; tk < s.size(); ++tk) {
         double ss = 0;
         for (int j = 0; j < hp.hidden_size; ++j) ss += double(h[tk * hp.hidden_size + j]) * h[tk * hp.hidden_size + j];
-        const double x = h[tk * hp.hidden_size + 3] / std::sqrt(ss / hp.hidden_size + hp.rms_norm_eps) * engine.weights().layers[0].attn_norm[3];
+        const double x =
+            h[tk * hp.hidden_size + 3] / std::sqrt(ss / hp.hidden_size + hp.rms_norm_eps) * engine.weights().layers[0].attn_norm[3];
         expect += x * x;
       }
     }

@@ -135,8 +135,7 @@ Bytes one_key(std::string_view key, ValueType type) {
 }
 
 // A v3 file: header, the encoded metadata `kvs` and tensor `infos`, padding, then `data_bytes` zeros.
-Bytes with_tensors(uint64_t n_tensors, const Bytes& infos, std::size_t data_bytes, const Bytes& kvs = {},
-                   uint64_t n_kv = 0) {
+Bytes with_tensors(uint64_t n_tensors, const Bytes& infos, std::size_t data_bytes, const Bytes& kvs = {}, uint64_t n_kv = 0) {
   Bytes b;
   b.header(3, n_tensors, n_kv);
   for (uint8_t c : kvs.bytes()) b.u8(c);
@@ -149,9 +148,8 @@ TEST(GgmlTypes, BlockSizesMatchLlamaCpp) {
     mo::GgmlType type;
     uint32_t block, bytes;
     const char* name;
-  } cases[] = {{mo::GgmlType::Q4_K, 256, 144, "q4_K"}, {mo::GgmlType::Q6_K, 256, 210, "q6_K"},
-               {mo::GgmlType::Q8_0, 32, 34, "q8_0"},   {mo::GgmlType::Q4_0, 32, 18, "q4_0"},
-               {mo::GgmlType::Q4_1, 32, 20, "q4_1"},   {mo::GgmlType::BF16, 1, 2, "bf16"},
+  } cases[] = {{mo::GgmlType::Q4_K, 256, 144, "q4_K"}, {mo::GgmlType::Q6_K, 256, 210, "q6_K"}, {mo::GgmlType::Q8_0, 32, 34, "q8_0"},
+               {mo::GgmlType::Q4_0, 32, 18, "q4_0"},   {mo::GgmlType::Q4_1, 32, 20, "q4_1"},   {mo::GgmlType::BF16, 1, 2, "bf16"},
                {mo::GgmlType::TQ2_0, 256, 66, "tq2_0"}};
   for (const auto& c : cases) {
     const mo::GgmlTypeInfo* info = mo::ggml_type_info(c.type);
@@ -429,8 +427,7 @@ TEST(GgufReader, EveryTruncationIsAnError) {
                                   ": truncated at offset 167 while reading the value of key 'tokenizer.ggml.tokens' "
                                   "(array of 3 strings)");
   // Three tokens need at least 24 bytes; 19 are left after the count at offset 139.
-  const std::string short_path =
-      write_temp("trunc_count.gguf", std::vector<uint8_t>(full.begin(), full.begin() + 166));
+  const std::string short_path = write_temp("trunc_count.gguf", std::vector<uint8_t>(full.begin(), full.begin() + 166));
   EXPECT_TRUE(contains(read_error(short_path), "3 elements cannot fit in the 19 bytes left"));
   const std::string empty = write_temp("trunc0.gguf", std::vector<uint8_t>{});
   EXPECT_EQ(read_error(empty), empty + ": truncated at offset 0 while reading the magic");
@@ -480,8 +477,7 @@ TEST(GgufReader, RejectsImpossibleSizesBeforeAllocating) {
 TEST(GgufReader, RejectsBadMetadataEntries) {
   Bytes type = one_key("general.name", static_cast<ValueType>(13));
   type.zeros(8);
-  EXPECT_TRUE(contains(read_error(write_temp("type.gguf", type)),
-                       "key 'general.name' has unknown value type 13 at offset 44"));
+  EXPECT_TRUE(contains(read_error(write_temp("type.gguf", type)), "key 'general.name' has unknown value type 13 at offset 44"));
 
   Bytes elem = one_key("list", ValueType::array);
   elem.u32(99).u64(0);
@@ -513,13 +509,13 @@ TEST(GgufReader, RejectsBadTensorInfos) {
   dims.str("t").u32(5);
   for (int i = 0; i < 5; ++i) dims.u64(1);
   dims.u32(kF32).u64(0);
-  EXPECT_TRUE(contains(read_error(write_temp("dims.gguf", with_tensors(1, dims, 32))),
-                       "tensor 't' has 5 dimensions at offset 33 (at most 4)"));
+  EXPECT_TRUE(
+      contains(read_error(write_temp("dims.gguf", with_tensors(1, dims, 32))), "tensor 't' has 5 dimensions at offset 33 (at most 4)"));
 
   Bytes unknown;
   unknown.tensor("t", {32}, 4, 0);
-  EXPECT_TRUE(contains(read_error(write_temp("ggml4.gguf", with_tensors(1, unknown, 32))),
-                       "tensor 't' has unknown ggml type 4 at offset 45"));
+  EXPECT_TRUE(
+      contains(read_error(write_temp("ggml4.gguf", with_tensors(1, unknown, 32))), "tensor 't' has unknown ggml type 4 at offset 45"));
 
   Bytes row;
   row.tensor("t", {100, 2}, kQ4_K, 0);
@@ -529,13 +525,11 @@ TEST(GgufReader, RejectsBadTensorInfos) {
 
   Bytes huge;
   huge.tensor("t", {uint64_t{1} << 62, 4}, kF32, 0);
-  EXPECT_TRUE(contains(read_error(write_temp("huge.gguf", with_tensors(1, huge, 32))),
-                       "tensor 't' has more than INT64_MAX elements"));
+  EXPECT_TRUE(contains(read_error(write_temp("huge.gguf", with_tensors(1, huge, 32))), "tensor 't' has more than INT64_MAX elements"));
 
   Bytes dup;
   dup.tensor("t", {8}, kF32, 0).tensor("t", {8}, kF32, 32);
-  EXPECT_TRUE(contains(read_error(write_temp("duptensor.gguf", with_tensors(2, dup, 64))),
-                       "duplicate tensor name 't' at offset 57"));
+  EXPECT_TRUE(contains(read_error(write_temp("duptensor.gguf", with_tensors(2, dup, 64))), "duplicate tensor name 't' at offset 57"));
 }
 
 TEST(GgufReader, RejectsBadTensorData) {
@@ -585,9 +579,7 @@ TEST(GgufReader, HonoursGeneralAlignment) {
                        "key 'general.alignment' at offset 24 is u64, expected u32"));
 }
 
-TEST(GgufReader, MissingFileIsUsageError) {
-  EXPECT_THROW(mo::gguf::read_metadata("/nonexistent/model.gguf"), mo::UsageError);
-}
+TEST(GgufReader, MissingFileIsUsageError) { EXPECT_THROW(mo::gguf::read_metadata("/nonexistent/model.gguf"), mo::UsageError); }
 
 TEST(JsonFile, ReadsAnObject) {
   const std::string text = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64})";

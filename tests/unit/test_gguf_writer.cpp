@@ -90,10 +90,9 @@ std::vector<std::pair<std::string, Value>> every_value_type() {
       {"array.empty", Value::array(ValueType::f32, {})},
       // [[7, 8], ["x"], [], [[true]]]
       {"array.nested",
-       Value::array(ValueType::array,
-                    {Value::array(ValueType::u8, {Value::u8(7), Value::u8(8)}),
-                     Value::array_of_strings({"x"}), Value::array(ValueType::i64, {}),
-                     Value::array(ValueType::array, {Value::array(ValueType::boolean, {Value::boolean(true)})})})},
+       Value::array(ValueType::array, {Value::array(ValueType::u8, {Value::u8(7), Value::u8(8)}), Value::array_of_strings({"x"}),
+                                       Value::array(ValueType::i64, {}),
+                                       Value::array(ValueType::array, {Value::array(ValueType::boolean, {Value::boolean(true)})})})},
   };
 }
 
@@ -155,11 +154,9 @@ TEST_P(GgufWriterRoundTrip, ReadsBackEveryValueTypeAndTensor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(VersionsAndAlignments, GgufWriterRoundTrip,
-                         ::testing::Values(Layout{3, 0}, Layout{3, 32}, Layout{3, 64}, Layout{2, 0}, Layout{2, 64},
-                                           Layout{3, 1}),
+                         ::testing::Values(Layout{3, 0}, Layout{3, 32}, Layout{3, 64}, Layout{2, 0}, Layout{2, 64}, Layout{3, 1}),
                          [](const auto& param_info) {
-                           return "v" + std::to_string(param_info.param.version) + "_align" +
-                                  std::to_string(param_info.param.alignment);
+                           return "v" + std::to_string(param_info.param.version) + "_align" + std::to_string(param_info.param.alignment);
                          });
 
 // Little-endian bytes assembled field by field, to state exactly what the writer must produce.
@@ -267,8 +264,7 @@ TEST(GgufWriter, RejectsBadTensorsAndValues) {
   EXPECT_EQ(error_of([&] { w.add_tensor("u", {100}, kQ4_K, data); }),
             path + ": tensor 'u': 100 weights of type q4_K are not a multiple of its block size 256");
   EXPECT_EQ(error_of([&] { w.add_tensor("u", {36}, 4, data); }), path + ": tensor 'u': unknown ggml type 4");
-  EXPECT_EQ(error_of([&] { w.add_tensor("u", {1, 1, 1, 1, 36}, kF32, data); }),
-            path + ": tensor 'u': 5 dimensions (at most 4)");
+  EXPECT_EQ(error_of([&] { w.add_tensor("u", {1, 1, 1, 1, 36}, kF32, data); }), path + ": tensor 'u': 5 dimensions (at most 4)");
   EXPECT_EQ(error_of([&] { w.add_tensor("", {36}, kF32, data); }), path + ": tensor '': tensor names cannot be empty");
   EXPECT_EQ(error_of([&] { w.add_tensor(std::string(64, 'n'), {36}, kF32, data); }),
             path + ": tensor '" + std::string(64, 'n') + "': the name is 64 bytes long; llama.cpp allows at most 63");
@@ -277,8 +273,7 @@ TEST(GgufWriter, RejectsBadTensorsAndValues) {
             path + ": metadata key 'general.alignment' must be a u32 power of two");
   EXPECT_THROW(w.set("general.alignment", Value::u64(64)), mo::Error);
   EXPECT_THROW(w.set("", Value::u8(1)), mo::Error);
-  EXPECT_EQ(error_of([] { Value::array(ValueType::u8, {Value::u8(1), Value::i8(2)}); }),
-            "array of u8: element 1 is i8");
+  EXPECT_EQ(error_of([] { Value::array(ValueType::u8, {Value::u8(1), Value::i8(2)}); }), "array of u8: element 1 is i8");
   EXPECT_THROW(Writer(path, 1), mo::Error);
 
   // Values assembled by hand are checked when written; nothing is left behind.
@@ -290,8 +285,7 @@ TEST(GgufWriter, RejectsBadTensorsAndValues) {
   EXPECT_EQ(error_of([&] { mixed.write(); }), path + ": metadata key 'list': element 1 of an array of u32 is string");
   Writer kind(path);
   kind.set("name", Value{ValueType::string, ValueType::string, uint64_t{1}});
-  EXPECT_EQ(error_of([&] { kind.write(); }),
-            path + ": metadata key 'name': a string value holds the wrong kind of data");
+  EXPECT_EQ(error_of([&] { kind.write(); }), path + ": metadata key 'name': a string value holds the wrong kind of data");
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 

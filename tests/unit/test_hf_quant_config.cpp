@@ -52,10 +52,15 @@ TEST(HfQuantConfig, WritesCompressedTensorsFp8) {
       "block_structure": null, "dynamic": false, "actorder": null, "observer": "minmax", "observer_kwargs": {}})");
   json act = args;
   act["strategy"] = "token", act["dynamic"] = true, act["observer"] = nullptr;
-  const json expected = {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"}, {"quantization_status", "compressed"},
-                         {"global_compression_ratio", nullptr}, {"kv_cache_scheme", nullptr}, {"ignore", {"lm_head"}},
-                         {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", args}, {"input_activations", act},
-                                                         {"output_activations", nullptr}}}}}};
+  const json expected = {
+      {"quant_method", "compressed-tensors"},
+      {"format", "float-quantized"},
+      {"quantization_status", "compressed"},
+      {"global_compression_ratio", nullptr},
+      {"kv_cache_scheme", nullptr},
+      {"ignore", {"lm_head"}},
+      {"config_groups",
+       {{"group_0", {{"targets", {"Linear"}}, {"weights", args}, {"input_activations", act}, {"output_activations", nullptr}}}}}};
   EXPECT_EQ(fp8_quantization_config({}), expected);
   Fp8ConfigOptions o;
   o.per_channel = false;
@@ -98,8 +103,8 @@ TEST(HfQuantConfig, GptqDynamicRulesApplyFirstMatchInFileOrder) {
   EXPECT_FALSE(c.module("lm_head").quantized);
 
   // Overlapping rules: the earlier one wins, so file order matters.
-  const auto skip_first = parse_quantization_config(ordered_json::parse(
-      R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {"-:.*mlp.*": {}, "+:.*": {"bits": 8}}})"));
+  const auto skip_first = parse_quantization_config(
+      ordered_json::parse(R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {"-:.*mlp.*": {}, "+:.*": {"bits": 8}}})"));
   EXPECT_FALSE(skip_first.module("model.layers.0.mlp.up_proj").quantized);
   EXPECT_EQ(skip_first.module("model.layers.0.self_attn.o_proj").bits, 8);
 }
@@ -174,14 +179,14 @@ TEST(HfQuantConfig, WritesAndParsesPackQuantizedGroupsPerPrecision) {
   EXPECT_EQ(down.bits, 8);
   EXPECT_EQ(down.group_size, -1);
   EXPECT_FALSE(down.sym);
-  EXPECT_FALSE(c.module("model.layers.1.mlp.up_proj").quantized);   // ignored
+  EXPECT_FALSE(c.module("model.layers.1.mlp.up_proj").quantized);    // ignored
   EXPECT_FALSE(c.module("model.layers.1.mlp.gate_proj").quantized);  // in no group
   EXPECT_FALSE(c.module("lm_head").quantized);
 }
 
 TEST(HfQuantConfig, RegexIsPythonReMatch) {
   EXPECT_TRUE(regex_match_prefix(R"(model\.layers\.1\.)", "model.layers.1.mlp.up_proj"));  // prefix is enough
-  EXPECT_FALSE(regex_match_prefix(R"(layers\.1)", "model.layers.1.mlp"));                 // anchored at the start
+  EXPECT_FALSE(regex_match_prefix(R"(layers\.1)", "model.layers.1.mlp"));                  // anchored at the start
   EXPECT_TRUE(regex_match_prefix(R"(.*\.1\..*)", "model.layers.1.self_attn.q_proj"));
   EXPECT_FALSE(regex_match_prefix(R"(.*\.1\..*)", "model.layers.21.self_attn.q_proj"));
 }

@@ -32,7 +32,8 @@ const std::string kFffd = "\xef\xbf\xbd";
 // Emoji (one with a ZWJ and a variation selector), CJK, Khmer, accents: characters that SentencePiece
 // vocabularies spell as several <0xXX> tokens and byte-level BPE splits across tokens.
 const std::string kMixed =
-    "Hello \xf0\x9f\x9a\x80 (rocket) \xe6\x88\x91\xe6\x83\xb3\xe5\x9c\xa8" "apple\xe5\xb7\xa5\xe4\xbd\x9c "
+    "Hello \xf0\x9f\x9a\x80 (rocket) \xe6\x88\x91\xe6\x83\xb3\xe5\x9c\xa8"
+    "apple\xe5\xb7\xa5\xe4\xbd\x9c "
     "\xf0\x9f\x98\xb6\xe2\x80\x8d\xf0\x9f\x8c\xab\xef\xb8\x8f \xe2\x9c\x85 na\xc3\xafve caf\xc3\xa9\n"
     "\xe1\x9e\x80\xe1\x9e\xb6\xe1\x9e\x93\xe1\x9f\x8b\xe1\x9e\x8f\xe1\x9f\x82 \xf0\x9f\xa6\x99";
 
@@ -129,7 +130,10 @@ TEST(IncrementalDecoder, ByteFallbackCharacterAcrossIds) {
   if (!fs::exists(kLlama2)) GTEST_SKIP() << kLlama2 << " not found";
   const Tokenizer* tok = &cached(kLlama2);
   IncrementalDecoder dec(*tok);
-  EXPECT_EQ(dec.push(id_of(*tok, "\xe2\x96\x81" "a")), "a");
+  EXPECT_EQ(dec.push(id_of(*tok,
+                           "\xe2\x96\x81"
+                           "a")),
+            "a");
   EXPECT_EQ(dec.push(id_of(*tok, "<0xF0>")), "");
   EXPECT_EQ(dec.push(id_of(*tok, "<0x9F>")), "");
   EXPECT_EQ(dec.push(id_of(*tok, "<0x9A>")), "");
@@ -143,7 +147,10 @@ TEST(IncrementalDecoder, InvalidBytesBecomeReplacementCharacters) {
   IncrementalDecoder dec(*tok);
   // A continuation byte with no lead can never complete: replaced at once, the text goes on.
   EXPECT_EQ(dec.push(id_of(*tok, "<0x80>")), kFffd);
-  EXPECT_EQ(dec.push(id_of(*tok, "\xe2\x96\x81" "a")), " a");
+  EXPECT_EQ(dec.push(id_of(*tok,
+                           "\xe2\x96\x81"
+                           "a")),
+            " a");
   // An unfinished character at the end of the stream: held, then one U+FFFD from flush.
   EXPECT_EQ(dec.push(id_of(*tok, "<0xE4>")), "");
   EXPECT_EQ(dec.push(id_of(*tok, "<0xB8>")), "");

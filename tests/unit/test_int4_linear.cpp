@@ -117,8 +117,8 @@ TEST(Int4Linear, ResultDoesNotDependOnTileShape) {
       std::vector<float> y(static_cast<std::size_t>(n * rows));
       for (int r0 = 0; r0 < rows; r0 += nr)
         for (int t0 = 0; t0 < n; t0 += nt)
-          L.k(w.data() + r0 * rb, rb, std::min(nr, rows - r0), xq.data() + t0 * cols / 32, std::min(nt, n - t0), cols, y.data() + t0 * rows + r0,
-              rows);
+          L.k(w.data() + r0 * rb, rb, std::min(nr, rows - r0), xq.data() + t0 * cols / 32, std::min(nt, n - t0), cols,
+              y.data() + t0 * rows + r0, rows);
       EXPECT_EQ(0, std::memcmp(all.data(), y.data(), all.size() * sizeof(float))) << L.name << " tiles " << nr << "x" << nt;
     }
   }
@@ -208,13 +208,23 @@ Checkpoint write_checkpoint(const fs::path& dir, const Scheme& s) {
   }
   fs::create_directories(dir);
   mo::st::write_file((dir / "model.safetensors").string(), t);
-  nlohmann::json qc = s.method == "awq"
-                          ? nlohmann::json{{"quant_method", "awq"}, {"bits", 4}, {"group_size", s.group}, {"zero_point", true}, {"version", "gemm"}}
-                          : nlohmann::json{{"quant_method", "gptq"}, {"bits", 4}, {"group_size", s.group}, {"desc_act", s.act_order}, {"sym", false},
-                                           {"checkpoint_format", s.v2 ? "gptq_v2" : "gptq"}};
-  nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", hidden}, {"intermediate_size", ffn},
-                      {"num_attention_heads", 2}, {"num_key_value_heads", 2}, {"num_hidden_layers", 1}, {"max_position_embeddings", 128},
-                      {"rms_norm_eps", 1e-5}, {"tie_word_embeddings", true}, {"torch_dtype", "float16"}, {"vocab_size", vocab},
+  nlohmann::json qc =
+      s.method == "awq"
+          ? nlohmann::json{{"quant_method", "awq"}, {"bits", 4}, {"group_size", s.group}, {"zero_point", true}, {"version", "gemm"}}
+          : nlohmann::json{{"quant_method", "gptq"},  {"bits", 4},    {"group_size", s.group},
+                           {"desc_act", s.act_order}, {"sym", false}, {"checkpoint_format", s.v2 ? "gptq_v2" : "gptq"}};
+  nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}},
+                      {"model_type", "llama"},
+                      {"hidden_size", hidden},
+                      {"intermediate_size", ffn},
+                      {"num_attention_heads", 2},
+                      {"num_key_value_heads", 2},
+                      {"num_hidden_layers", 1},
+                      {"max_position_embeddings", 128},
+                      {"rms_norm_eps", 1e-5},
+                      {"tie_word_embeddings", true},
+                      {"torch_dtype", "float16"},
+                      {"vocab_size", vocab},
                       {"quantization_config", qc}};
   std::ofstream(dir / "config.json") << c.dump(2);
   return ck;

@@ -47,7 +47,10 @@ std::string error_of(F&& f) {
 // ---- layout ----
 
 TEST(KvLayout, BytesPerBlockCountsKAndVOfEveryLayer) {
-  struct Case { KvLayout layout; std::size_t bytes_per_block; };
+  struct Case {
+    KvLayout layout;
+    std::size_t bytes_per_block;
+  };
   const Case cases[] = {
       {{32, 8, 128, 16, KvDtype::f16}, 2ull * 32 * 8 * 128 * 2 * 16},  // Llama-3-8B: 128 KiB/token
       {{32, 8, 128, 16, KvDtype::f32}, 2ull * 32 * 8 * 128 * 4 * 16},
@@ -211,7 +214,12 @@ TEST(KvBlockPool, HashMetadataNeedsAFullBlockAndIsResetOnReallocation) {
 
 TEST(KvCacheManager, AppendsFillBlocksInOrderAndCrossBoundaries) {
   // One sequence, block_size 8: each row is one append and the state after it.
-  struct Step { int n; std::vector<int> slots; std::vector<int> table; int free_after; };
+  struct Step {
+    int n;
+    std::vector<int> slots;
+    std::vector<int> table;
+    int free_after;
+  };
   const Step steps[] = {
       {3, {0, 1, 2}, {0}, 9},
       {5, {3, 4, 5, 6, 7}, {0}, 9},  // exactly fills block 0: no spare block taken
@@ -245,7 +253,11 @@ TEST(KvCacheManager, AppendsFillBlocksInOrderAndCrossBoundaries) {
 }
 
 TEST(KvCacheManager, BlocksNeededAtExactBlockBoundaries) {
-  struct Case { int have; int n; int needed; };
+  struct Case {
+    int have;
+    int n;
+    int needed;
+  };
   const Case cases[] = {{0, 0, 0}, {0, 1, 1}, {0, 16, 1}, {0, 17, 2}, {16, 1, 1}, {15, 1, 0}, {15, 2, 1}, {16, 16, 1}, {1, 47, 2}};
   for (const auto& c : cases) {
     KvCacheManager m(8, 16);
@@ -543,7 +555,9 @@ TEST(KvStorage, BlockPointersFollowTheDocumentedLayout) {
 TEST(KvStorage, BadSlotsAndLayersThrowAndWriteNothing) {
   KvStorage s(KvLayout{1, 1, 2, 8, KvDtype::f32}, 2);
   const std::vector<float> k{1, 2, 3, 4}, v{5, 6, 7, 8};
-  EXPECT_NE(error_of([&] { s.write(0, std::vector<int>{0, 16}, k.data(), v.data()); }).find("slot 16 is out of range [0, 16)"),
+  EXPECT_NE(error_of([&] {
+              s.write(0, std::vector<int>{0, 16}, k.data(), v.data());
+            }).find("slot 16 is out of range [0, 16)"),
             std::string::npos);
   std::vector<float> out(2, -1.f);
   s.read(0, std::vector<int>{0}, out.data(), out.data());

@@ -53,7 +53,7 @@ TEST(KvBlockPool, PrefixCacheMapsOneBlockPerKeyUntilTheBlockIsReallocated) {
   EXPECT_EQ(p.cached_block(42), a);  // free, still findable
   EXPECT_EQ(p.allocate(), b);        // freed first, reused first: a's contents survive
   EXPECT_EQ(p.cached_block(42), a);
-  EXPECT_EQ(p.allocate(), a);        // now a is overwritten, so its key is gone
+  EXPECT_EQ(p.allocate(), a);  // now a is overwritten, so its key is gone
   EXPECT_EQ(p.cached_block(42), std::nullopt);
   EXPECT_EQ(p.num_cached(), 0);
 }
@@ -144,7 +144,7 @@ TEST(KvPrefixCache, MisuseIsABugThatThrows) {
   m.add_sequence(1);
   ASSERT_TRUE(m.append(1, 4));
   EXPECT_THROW(m.take_cached_prefix(1, tokens(12, 0)), mo::Error);  // a cached prefix goes first
-  EXPECT_THROW(m.cache_full_blocks(1, tokens(8, 0)), mo::Error);   // more tokens than slots
+  EXPECT_THROW(m.cache_full_blocks(1, tokens(8, 0)), mo::Error);    // more tokens than slots
   EXPECT_THROW(m.take_cached_prefix(9, tokens(12, 0)), mo::Error);
 }
 

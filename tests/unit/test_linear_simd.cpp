@@ -117,7 +117,9 @@ TEST_P(LinearSimd, EveryLevelMatchesDoubleReferenceAndScalar) {
   const SimdLevel saved = mo::ops::simd_level();
   // The f32-activation row kernels (the integer-dot path quantizes x: tests/unit/test_q8_kernels.cpp).
   mo::ops::set_int_dot(false);
-  struct Restore { ~Restore() { mo::ops::set_int_dot(true); } } restore;
+  struct Restore {
+    ~Restore() { mo::ops::set_int_dot(true); }
+  } restore;
   for (std::int64_t cols : c.cols) {
     // Rows start 1 byte past an aligned address: GGUF data is only as aligned as general.alignment.
     std::vector<std::uint8_t> storage(1);
@@ -168,8 +170,8 @@ TEST_P(LinearSimd, EveryLevelMatchesDoubleReferenceAndScalar) {
         for (std::size_t k = 0; k < y.size(); ++k) {
           const double err = std::fabs(y[k] - ref[k]);
           err_norm += err * err;
-          ASSERT_TRUE(err <= 1e-5 * mag[k]) << name << " " << mo::ops::simd_level_name(level) << " cols=" << cols
-                                            << " n=" << n << " out " << k << ": " << y[k] << " vs " << ref[k];
+          ASSERT_TRUE(err <= 1e-5 * mag[k]) << name << " " << mo::ops::simd_level_name(level) << " cols=" << cols << " n=" << n << " out "
+                                            << k << ": " << y[k] << " vs " << ref[k];
           if (!scalar_y.empty()) {
             ASSERT_TRUE(std::fabs(y[k] - scalar_y[k]) <= 2e-5 * mag[k])
                 << name << " " << mo::ops::simd_level_name(level) << " differs from scalar at out " << k;
@@ -181,27 +183,27 @@ TEST_P(LinearSimd, EveryLevelMatchesDoubleReferenceAndScalar) {
           std::vector<float> alone(kRows);
           mo::ops::linear(x.data() + t * cols, 1, w, alone.data(), pool);
           for (std::int64_t r = 0; r < kRows; ++r)
-            ASSERT_EQ(alone[r], y[t * kRows + r]) << name << " " << mo::ops::simd_level_name(level) << " cols=" << cols
-                                                  << " n=" << n << " token " << t << " row " << r;
+            ASSERT_EQ(alone[r], y[t * kRows + r])
+                << name << " " << mo::ops::simd_level_name(level) << " cols=" << cols << " n=" << n << " token " << t << " row " << r;
         }
-        EXPECT_LT(std::sqrt(err_norm), 1e-5 * ref_norm) << name << " " << mo::ops::simd_level_name(level)
-                                                        << " cols=" << cols << " n=" << n;
+        EXPECT_LT(std::sqrt(err_norm), 1e-5 * ref_norm) << name << " " << mo::ops::simd_level_name(level) << " cols=" << cols << " n=" << n;
       }
     }
   }
   mo::ops::set_simd_level(saved);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Types, LinearSimd,
-    ::testing::Values(Case{GgmlType::F32, {64, 96, 71, 5}}, Case{GgmlType::F16, {64, 96, 71}},
-                      Case{GgmlType::BF16, {64, 96, 71}}, Case{GgmlType::Q4_0, {64, 96}},
-                      Case{GgmlType::Q4_1, {64, 96}}, Case{GgmlType::Q8_0, {64, 96}},
-                      Case{GgmlType::Q4_K, {256, 512}}, Case{GgmlType::Q6_K, {256, 512}},
-                      // No fused SIMD kernel: the scalar level and the row-by-row path.
-                      Case{GgmlType::Q5_0, {64}}, Case{GgmlType::Q5_1, {64}}, Case{GgmlType::Q2_K, {256}},
-                      Case{GgmlType::Q3_K, {256}}, Case{GgmlType::Q5_K, {256}}),
-    [](const ::testing::TestParamInfo<Case>& param_info) { return std::string(mo::ggml_type_info(param_info.param.type)->name); });
+INSTANTIATE_TEST_SUITE_P(Types, LinearSimd,
+                         ::testing::Values(Case{GgmlType::F32, {64, 96, 71, 5}}, Case{GgmlType::F16, {64, 96, 71}},
+                                           Case{GgmlType::BF16, {64, 96, 71}}, Case{GgmlType::Q4_0, {64, 96}},
+                                           Case{GgmlType::Q4_1, {64, 96}}, Case{GgmlType::Q8_0, {64, 96}}, Case{GgmlType::Q4_K, {256, 512}},
+                                           Case{GgmlType::Q6_K, {256, 512}},
+                                           // No fused SIMD kernel: the scalar level and the row-by-row path.
+                                           Case{GgmlType::Q5_0, {64}}, Case{GgmlType::Q5_1, {64}}, Case{GgmlType::Q2_K, {256}},
+                                           Case{GgmlType::Q3_K, {256}}, Case{GgmlType::Q5_K, {256}}),
+                         [](const ::testing::TestParamInfo<Case>& param_info) {
+                           return std::string(mo::ggml_type_info(param_info.param.type)->name);
+                         });
 
 // A whole model: the logits at each SIMD level stay within relative L2 1e-3 (the acceptance bound;
 // reordered f32 sums give ~1e-6) of the scalar level's, which dots the dequantized f32 weights.

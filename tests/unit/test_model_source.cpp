@@ -55,7 +55,8 @@ TEST(HfConfig, UnsupportedArchitectureListsSupportedOnes) {
     FAIL();
   } catch (const mo::UsageError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "models/x/config.json: model_type 'gpt2' is not supported (supported: llama (Llama 2/3, TinyLlama, SmolLM), mistral, qwen2, mixtral)");
+              "models/x/config.json: model_type 'gpt2' is not supported (supported: llama (Llama 2/3, TinyLlama, SmolLM), mistral, qwen2, "
+              "mixtral)");
   }
 }
 
@@ -135,7 +136,7 @@ TEST(GgufShape, Stories260KNormAndRopeSettings) {
   if (!std::ifstream(path)) GTEST_SKIP() << path << " not found";
   auto s = mo::model::load_model_shape(path);
   EXPECT_FLOAT_EQ(static_cast<float>(s.hp.rms_norm_eps), 1e-5f);  // stored as f32
-  EXPECT_DOUBLE_EQ(s.hp.rope_theta, 10000.0);                      // no rope.freq_base key: llama.cpp's default
+  EXPECT_DOUBLE_EQ(s.hp.rope_theta, 10000.0);                     // no rope.freq_base key: llama.cpp's default
   EXPECT_EQ(s.hp.rope_scaling.type, "none");
   EXPECT_EQ(s.hp.bos_token_id, 1);
   EXPECT_EQ(s.hp.eos_token_ids, (std::vector<std::int64_t>{2}));
@@ -146,7 +147,8 @@ TEST(GgufShape, Stories260KNormAndRopeSettings) {
 // Numbers a file gives that become sizes, divisors or float parameters are checked with their ranges.
 TEST(HfConfig, OutOfRangeHyperparametersNameTheKey) {
   const std::vector<std::pair<json, std::string>> cases = {
-      {{{"max_position_embeddings", 4294967295LL}}, "key 'max_position_embeddings': expected a token count in [1, 16777216], got 4294967295"},
+      {{{"max_position_embeddings", 4294967295LL}},
+       "key 'max_position_embeddings': expected a token count in [1, 16777216], got 4294967295"},
       {{{"max_position_embeddings", 2147483648LL}}, "key 'max_position_embeddings'"},
       {{{"rms_norm_eps", 0.0}}, "key 'rms_norm_eps': expected a number in (0, 1), got 0"},
       {{{"rms_norm_eps", -1e-5}}, "key 'rms_norm_eps'"},
@@ -158,11 +160,19 @@ TEST(HfConfig, OutOfRangeHyperparametersNameTheKey) {
       // RoPE scaling is narrowed to float and divided by: 1e300 was undefined behaviour, 0 a division by zero.
       {{{"rope_scaling", {{"type", "linear"}, {"factor", 1e300}}}}, "key 'rope_scaling.factor': expected a number in (0, 1e6], got 1e+300"},
       {{{"rope_scaling", {{"type", "linear"}, {"factor", 0}}}}, "key 'rope_scaling.factor'"},
-      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0}, {"high_freq_factor", 4.0},
-                          {"original_max_position_embeddings", 8192}}}},
+      {{{"rope_scaling",
+         {{"rope_type", "llama3"},
+          {"factor", 8.0},
+          {"low_freq_factor", 4.0},
+          {"high_freq_factor", 4.0},
+          {"original_max_position_embeddings", 8192}}}},
        "key 'rope_scaling.high_freq_factor': expected a number in (4, 1e6] (above low_freq_factor), got 4"},
-      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
-                          {"original_max_position_embeddings", 0}}}},
+      {{{"rope_scaling",
+         {{"rope_type", "llama3"},
+          {"factor", 8.0},
+          {"low_freq_factor", 1.0},
+          {"high_freq_factor", 4.0},
+          {"original_max_position_embeddings", 0}}}},
        "key 'rope_scaling.original_max_position_embeddings': expected a token count in [1, 16777216], got 0"},
   };
   for (const auto& [patch, expected] : cases) {

@@ -104,7 +104,7 @@ TEST(Q8Kernels, QuantizeRowsSimdMatchesScalar) {
   LevelGuard g;
   const std::int64_t cols = 256, n = 9;
   auto x = random_vec(static_cast<std::size_t>(n * cols), 7);
-  for (int i = 0; i < 32; ++i) x[i] = 0.0f;                       // an all-zero block
+  for (int i = 0; i < 32; ++i) x[i] = 0.0f;                         // an all-zero block
   for (int i = 32; i < 64; ++i) x[i] = (i % 2 ? 1e-30f : -3e-31f);  // tiny values
   for (int i = 64; i < 96; ++i) x[i] = (i - 80) * 0.5f;             // exact halves: round-to-even cases
   x[100] = 1e6f;
@@ -144,7 +144,8 @@ TEST(Q8Kernels, MatchDoubleReferenceAtEveryLevel) {
               s += p;
               mag += std::fabs(p);
             }
-            EXPECT_NEAR(y[t * rows + r], s, 1e-5 * mag + 1e-30) << ggml_type_info(type)->name << " " << ops::simd_level_name(l) << " r" << r << " t" << t;
+            EXPECT_NEAR(y[t * rows + r], s, 1e-5 * mag + 1e-30)
+                << ggml_type_info(type)->name << " " << ops::simd_level_name(l) << " r" << r << " t" << t;
           }
       }
     }
@@ -169,13 +170,15 @@ TEST(Q8Kernels, BitIdenticalForEveryTileShape) {
             std::vector<float> y(full.size(), NAN);
             for (std::int64_t r0 = off; r0 < rows; r0 += s[0])
               for (std::int64_t t0 = off; t0 < n; t0 += s[1]) {
-                const int nr = static_cast<int>(std::min<std::int64_t>(s[0], rows - r0)), nt = static_cast<int>(std::min<std::int64_t>(s[1], n - t0));
+                const int nr = static_cast<int>(std::min<std::int64_t>(s[0], rows - r0)),
+                          nt = static_cast<int>(std::min<std::int64_t>(s[1], n - t0));
                 k(w.m.row(r0), w.m.row_bytes, nr, xq.data() + t0 * nb, nt, cols, y.data() + t0 * rows + r0, rows);
               }
             for (std::int64_t t = off; t < n; ++t)
               for (std::int64_t r = off; r < rows; ++r)
                 ASSERT_EQ(std::memcmp(&y[t * rows + r], &full[t * rows + r], 4), 0)
-                    << ggml_type_info(type)->name << " " << ops::simd_level_name(l) << " tile " << s[0] << "x" << s[1] << " r" << r << " t" << t;
+                    << ggml_type_info(type)->name << " " << ops::simd_level_name(l) << " tile " << s[0] << "x" << s[1] << " r" << r << " t"
+                    << t;
           }
         }
       }
@@ -194,7 +197,8 @@ TEST(Q8Kernels, ScalarAndSimdAgree) {
       ops::q8::kernel(type, SimdLevel::scalar)(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, ref.data(), rows);
       for (SimdLevel l : levels()) {
         ops::q8::kernel(type, l)(w.bytes.data(), w.m.row_bytes, rows, xq.data(), n, cols, y.data(), rows);
-        for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-5 * (std::fabs(ref[i]) + 1.0)) << ggml_type_info(type)->name;
+        for (std::size_t i = 0; i < y.size(); ++i)
+          EXPECT_NEAR(y[i], ref[i], 1e-5 * (std::fabs(ref[i]) + 1.0)) << ggml_type_info(type)->name;
       }
     }
   });
@@ -205,8 +209,14 @@ TEST(Q8Kernels, LinearMultiEqualsSeparateCallsAndIsBatchInvariant) {
   QMatrix a(2, 40, cols, 1), b(14, 24, cols, 2), c(8, 17, cols, 3), d(12, 33, cols, 4);
   // An f32 matrix: no integer kernel, so linear_multi takes the separate-calls way.
   std::vector<float> f32 = random_vec(static_cast<std::size_t>(8 * cols), 9);
-  engine::Matrix f{"f", 0, 8, cols, static_cast<std::size_t>(cols) * 4,
-                   std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(f32.data()), f32.size() * 4), nullptr, nullptr};
+  engine::Matrix f{"f",
+                   0,
+                   8,
+                   cols,
+                   static_cast<std::size_t>(cols) * 4,
+                   std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(f32.data()), f32.size() * 4),
+                   nullptr,
+                   nullptr};
   const std::vector<std::vector<const engine::Matrix*>> groups = {{&a.m, &b.m, &c.m, &d.m}, {&a.m}, {&c.m, &f}};
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);

@@ -104,7 +104,8 @@ double rtn_layer_error(const Fixture& ref, const LayerF32& layer, const formats:
   const std::vector<float> m0 = times_norm(ref.y_hat, f.ffn_norm), m1 = times_norm(ref.y_hat, q.ffn_norm);
   double total = 0;
   for (LinearId id : {LinearId::q, LinearId::k})
-    total += std::pow(rel_diff(matmul_t(x1, q.weight(id), kTokens, kHidden, kHidden), matmul_t(x0, f.weight(id), kTokens, kHidden, kHidden)), 2);
+    total +=
+        std::pow(rel_diff(matmul_t(x1, q.weight(id), kTokens, kHidden, kHidden), matmul_t(x0, f.weight(id), kTokens, kHidden, kHidden)), 2);
   const auto attn = [](const LayerF32& l, const std::vector<float>& x) {
     return matmul_t(matmul_t(x, l.v, kTokens, kHidden, kHidden), l.o, kTokens, kHidden, kHidden);
   };

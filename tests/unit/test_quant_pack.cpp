@@ -21,7 +21,7 @@ using formats::QuantizedLinear;
 
 // Random codes, zero points in [zlo, 2^bits), f16 scales and (optionally shuffled) g_idx.
 formats::QuantizedLinear random_linear(int bits, int group, bool sym, bool actorder, std::int64_t rows, std::int64_t cols, unsigned zlo,
-                              std::uint64_t seed) {
+                                       std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   formats::QuantizedLinear q;
   q.rows = rows, q.cols = cols;
@@ -71,9 +71,9 @@ TEST(QuantPack, AwqRoundTrips) {
 }
 
 TEST(QuantPack, AwqRejectsWhatItCannotStore) {
-  EXPECT_THROW(formats::pack_awq(random_linear(4, 32, false, true, 8, 64, 0, 2)), mo::Error);   // act-order
-  EXPECT_THROW(formats::pack_awq(random_linear(8, 32, false, false, 8, 64, 0, 2)), mo::Error);  // 8-bit
-  EXPECT_THROW(formats::pack_awq(random_linear(4, 32, false, false, 12, 64, 0, 2)), mo::Error); // out % 8
+  EXPECT_THROW(formats::pack_awq(random_linear(4, 32, false, true, 8, 64, 0, 2)), mo::Error);    // act-order
+  EXPECT_THROW(formats::pack_awq(random_linear(8, 32, false, false, 8, 64, 0, 2)), mo::Error);   // 8-bit
+  EXPECT_THROW(formats::pack_awq(random_linear(4, 32, false, false, 12, 64, 0, 2)), mo::Error);  // out % 8
 }
 
 TEST(QuantPack, GptqPacksInputsSequentiallyAndStoresZeroMinusOneInV1) {
@@ -160,12 +160,12 @@ TEST(Fp8, SaturatesAndKeepsNan) {
 
 TEST(Fp8, RoundsHalfToEven) {
   using formats::f32_to_e4m3;
-  EXPECT_EQ(formats::f32_to_e4m3(1.0625f), 0x38);  // between 1.0 (even) and 1.125
-  EXPECT_EQ(formats::f32_to_e4m3(1.1875f), 0x3A);  // between 1.125 and 1.25 (even)
-  EXPECT_EQ(formats::f32_to_e4m3(bits_f(0x3F880001u)), 0x39);  // just above the 1.0625 tie
-  EXPECT_EQ(formats::f32_to_e4m3(std::ldexp(1.0f, -10)), 0x00);  // half the smallest subnormal: to even 0
-  EXPECT_EQ(formats::f32_to_e4m3(std::ldexp(3.0f, -10)), 0x02);  // 1.5 subnormal steps: to even 2
-  EXPECT_EQ(formats::f32_to_e4m3(std::ldexp(15.0f, -10)), 0x08); // 7.5 steps: to even 8, the smallest normal
+  EXPECT_EQ(formats::f32_to_e4m3(1.0625f), 0x38);                 // between 1.0 (even) and 1.125
+  EXPECT_EQ(formats::f32_to_e4m3(1.1875f), 0x3A);                 // between 1.125 and 1.25 (even)
+  EXPECT_EQ(formats::f32_to_e4m3(bits_f(0x3F880001u)), 0x39);     // just above the 1.0625 tie
+  EXPECT_EQ(formats::f32_to_e4m3(std::ldexp(1.0f, -10)), 0x00);   // half the smallest subnormal: to even 0
+  EXPECT_EQ(formats::f32_to_e4m3(std::ldexp(3.0f, -10)), 0x02);   // 1.5 subnormal steps: to even 2
+  EXPECT_EQ(formats::f32_to_e4m3(std::ldexp(15.0f, -10)), 0x08);  // 7.5 steps: to even 8, the smallest normal
   EXPECT_EQ(formats::f32_to_e4m3(240.0f), 0x77);
   EXPECT_EQ(formats::f32_to_e4m3(248.0f), 0x78);  // between 240 and 256 (even): the carry moves into the exponent
 }
@@ -181,8 +181,8 @@ TEST(Fp8, DecodeEncodeRoundTripsEveryCode) {
 }
 
 TEST(Fp8, QuantizesPerChannelAndPerTensor) {
-  const std::vector<float> w = {0.5f, -1.0f, 0.25f, 0.0f,   // row absmax 1
-                                10.0f, 2.5f, -5.0f, 1.0f};  // row absmax 10
+  const std::vector<float> w = {0.5f,  -1.0f, 0.25f, 0.0f,   // row absmax 1
+                                10.0f, 2.5f,  -5.0f, 1.0f};  // row absmax 10
   const auto pc = formats::quantize_fp8(w.data(), 2, 4, true);
   ASSERT_EQ(pc.scales.size(), 2u);
   EXPECT_EQ(pc.scales[0], 1.0f / 448.0f);

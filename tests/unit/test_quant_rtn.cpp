@@ -71,8 +71,8 @@ TEST(QuantRtn, AllZeroGroupDequantizesToZero) {
 }
 
 TEST(QuantRtn, PerChannelGroupCoversWholeRow) {
-  const std::vector<float> w = {1.0f, -2.0f, 3.0f, 0.5f, -1.5f,   // row 0: range [-2, 3]
-                                0.1f, 0.2f, 0.3f, 0.4f, 0.5f};    // row 1: range [0, 0.5]
+  const std::vector<float> w = {1.0f, -2.0f, 3.0f, 0.5f, -1.5f,  // row 0: range [-2, 3]
+                                0.1f, 0.2f,  0.3f, 0.4f, 0.5f};  // row 1: range [0, 0.5]
   const formats::QuantizedLinear q = quantize_rtn(w.data(), 2, 5, scheme(4, -1, false));
   EXPECT_EQ(q.n_groups(), 1);
   EXPECT_EQ(q.g_idx, (std::vector<std::int32_t>(5, 0)));
@@ -90,7 +90,7 @@ TEST(QuantRtn, LastPartialGroupUsesOnlyItsColumns) {
   ASSERT_EQ(q.n_groups(), 3);
   EXPECT_EQ(q.g_idx, (std::vector<std::int32_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2}));
   EXPECT_EQ(q.scales[2], f32_to_f16(1.5f / 15.0f));  // range [-0.75, 0.75]
-  EXPECT_EQ(q.zeros[2], 8);                           // round(0.75 / 0.0999756) = round(7.5018)
+  EXPECT_EQ(q.zeros[2], 8);                          // round(0.75 / 0.0999756) = round(7.5018)
   EXPECT_EQ(q.q[8], 0);
   EXPECT_EQ(q.q[9], 15);
 }

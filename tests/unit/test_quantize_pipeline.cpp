@@ -101,7 +101,7 @@ TEST(QuantizePipeline, MixedPrecisionsWriteCompressedTensorsWithTheGptqLogits) {
   TempDir t;
   const std::string calib = write_calibration(t.path);
   QuantizeOptions c = stories_config(Method::rtn, t.path / "ct", calib);
-  c.max_shard_bytes = 100'000;  // shards and an index, rewritten with the new tensor names
+  c.max_shard_bytes = 100'000;                   // shards and an index, rewritten with the new tensor names
   const auto ct = mo::quant::quantize_model(c);  // INT4 g32 with the 172-wide MLPs in INT8: mixed
   c.output_path = (t.path / "gptq").string();
   c.checkpoint_format = mo::quant::CheckpointFormat::gptq;
@@ -113,7 +113,7 @@ TEST(QuantizePipeline, MixedPrecisionsWriteCompressedTensorsWithTheGptqLogits) {
   const auto config = nlohmann::json::parse(std::ifstream(t.path / "ct" / "config.json"))["quantization_config"];
   EXPECT_EQ(config["format"], "pack-quantized");
   EXPECT_EQ(config["config_groups"].size(), 3u) << config.dump();  // int4 g32, int8 g32, int8 per-channel
-  EXPECT_LT(ct.output_bytes, gptq.output_bytes);  // no g_idx, no symmetric zeros
+  EXPECT_LT(ct.output_bytes, gptq.output_bytes);                   // no g_idx, no symmetric zeros
   const auto index = nlohmann::json::parse(std::ifstream(t.path / "ct" / "model.safetensors.index.json"));
   EXPECT_EQ(index["metadata"]["total_size"], ct.output_bytes);
   EXPECT_TRUE(index["weight_map"].contains("model.layers.4.mlp.down_proj.weight_packed"));

@@ -31,9 +31,7 @@ using Bytes = std::vector<std::uint8_t>;
 // One folder per test process: ctest runs tests in parallel processes, each writing its own files.
 class TempFolder {
  public:
-  TempFolder() : path_(fs::path(::testing::TempDir()) / ("mo_st_test_" + std::to_string(::getpid()))) {
-    fs::create_directories(path_);
-  }
+  TempFolder() : path_(fs::path(::testing::TempDir()) / ("mo_st_test_" + std::to_string(::getpid()))) { fs::create_directories(path_); }
   ~TempFolder() {
     std::error_code ec;
     fs::remove_all(path_, ec);
@@ -146,11 +144,10 @@ TEST(SafetensorsDtype, NamesSizesAndLookup) {
     Dtype dtype;
     const char* name;
     std::size_t size;
-  } expected[] = {{Dtype::F64, "F64", 8},   {Dtype::F32, "F32", 4},         {Dtype::F16, "F16", 2},
-                  {Dtype::BF16, "BF16", 2}, {Dtype::F8_E4M3, "F8_E4M3", 1}, {Dtype::F8_E5M2, "F8_E5M2", 1},
-                  {Dtype::I64, "I64", 8},   {Dtype::I32, "I32", 4},         {Dtype::I16, "I16", 2},
-                  {Dtype::I8, "I8", 1},     {Dtype::U8, "U8", 1},           {Dtype::BOOL, "BOOL", 1},
-                  {Dtype::U64, "U64", 8},   {Dtype::U32, "U32", 4},         {Dtype::U16, "U16", 2}};
+  } expected[] = {{Dtype::F64, "F64", 8},         {Dtype::F32, "F32", 4},         {Dtype::F16, "F16", 2}, {Dtype::BF16, "BF16", 2},
+                  {Dtype::F8_E4M3, "F8_E4M3", 1}, {Dtype::F8_E5M2, "F8_E5M2", 1}, {Dtype::I64, "I64", 8}, {Dtype::I32, "I32", 4},
+                  {Dtype::I16, "I16", 2},         {Dtype::I8, "I8", 1},           {Dtype::U8, "U8", 1},   {Dtype::BOOL, "BOOL", 1},
+                  {Dtype::U64, "U64", 8},         {Dtype::U32, "U32", 4},         {Dtype::U16, "U16", 2}};
   for (const auto& e : expected) {
     EXPECT_STREQ(mo::st::dtype_name(e.dtype), e.name);
     EXPECT_EQ(mo::st::dtype_size(e.dtype), e.size) << e.name;
@@ -164,8 +161,8 @@ TEST(SafetensorsDtype, NamesSizesAndLookup) {
 TEST(SafetensorsWriter, RoundTripsEveryDtype) {
   std::vector<Owned> owned;
   unsigned seed = 1;
-  for (Dtype d : {Dtype::F64, Dtype::F32, Dtype::F16, Dtype::BF16, Dtype::F8_E4M3, Dtype::F8_E5M2, Dtype::I64,
-                  Dtype::I32, Dtype::I16, Dtype::I8, Dtype::U8, Dtype::BOOL, Dtype::U64, Dtype::U32, Dtype::U16}) {
+  for (Dtype d : {Dtype::F64, Dtype::F32, Dtype::F16, Dtype::BF16, Dtype::F8_E4M3, Dtype::F8_E5M2, Dtype::I64, Dtype::I32, Dtype::I16,
+                  Dtype::I8, Dtype::U8, Dtype::BOOL, Dtype::U64, Dtype::U32, Dtype::U16}) {
     owned.push_back(make_tensor(std::string("t.") + mo::st::dtype_name(d), d, {3, 5}, seed++));
   }
   owned.push_back(make_tensor("scalar", Dtype::F32, {}, seed++));
@@ -182,8 +179,7 @@ TEST(SafetensorsWriter, RoundTripsEveryDtype) {
     ASSERT_NE(v, nullptr) << o.name;
     EXPECT_EQ(v->dtype, o.dtype) << o.name;
     EXPECT_EQ(v->shape, o.shape) << o.name;
-    EXPECT_EQ(v->numel() * static_cast<std::int64_t>(mo::st::dtype_size(v->dtype)),
-              static_cast<std::int64_t>(v->nbytes));
+    EXPECT_EQ(v->numel() * static_cast<std::int64_t>(mo::st::dtype_size(v->dtype)), static_cast<std::int64_t>(v->nbytes));
     EXPECT_EQ(view_bytes(*v), o.bytes) << o.name;
   }
   EXPECT_EQ(f.find("t.f32"), nullptr);
@@ -259,12 +255,10 @@ TEST(SafetensorsWriter, ReplacesAtomicallyAndLeavesNoTempFile) {
     mo::st::write_file(bad_path, as_data({bad}));
     ADD_FAILURE() << "no error";
   } catch (const mo::Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              bad_path + ": tensor 'bad' of dtype F32 and shape [4] has 15 bytes of data, expected numel * 4");
+    EXPECT_EQ(std::string(e.what()), bad_path + ": tensor 'bad' of dtype F32 and shape [4] has 15 bytes of data, expected numel * 4");
   }
   EXPECT_THROW(mo::st::write_file(dir + "/dup.safetensors", as_data({a, a})), mo::Error);
-  EXPECT_THROW(mo::st::write_file(dir + "/meta.safetensors", as_data({make_tensor("__metadata__", Dtype::U8, {1}, 1)})),
-               mo::Error);
+  EXPECT_THROW(mo::st::write_file(dir + "/meta.safetensors", as_data({make_tensor("__metadata__", Dtype::U8, {1}, 1)})), mo::Error);
   EXPECT_THROW(mo::st::write_file(dir + "/neg.safetensors", {{"n", Dtype::U8, {-1}, nullptr, 0}}), mo::Error);
   EXPECT_FALSE(fs::exists(bad_path));
   EXPECT_THROW(mo::st::write_file(dir + "/missing/x.safetensors", as_data({a})), mo::UsageError);
@@ -351,13 +345,12 @@ TEST(SafetensorsModel, IndexErrorsNameTheIndexAndTensor) {
     std::ofstream(index, std::ios::trunc) << t;
   };
   rewrite("\"w1\": \"model-00002-of-00003", "\"w1\": \"model-00009-of-00003");
-  EXPECT_EQ(model_error(dir), index + ": shard 'model-00009-of-00003.safetensors' of tensor 'w1' not found: " + dir +
-                                  "/model-00009-of-00003.safetensors");
+  EXPECT_EQ(model_error(dir),
+            index + ": shard 'model-00009-of-00003.safetensors' of tensor 'w1' not found: " + dir + "/model-00009-of-00003.safetensors");
   EXPECT_THROW(mo::st::Model::open(dir), mo::UsageError);
 
   rewrite("\"w1\": \"model-00002-of-00003", "\"w1\": \"model-00003-of-00003");
-  EXPECT_EQ(model_error(index),
-            index + ": tensor 'w1' is mapped to shard 'model-00003-of-00003.safetensors', which has no such tensor");
+  EXPECT_EQ(model_error(index), index + ": tensor 'w1' is mapped to shard 'model-00003-of-00003.safetensors', which has no such tensor");
 
   rewrite("\"weight_map\"", "\"weights\"");
   EXPECT_TRUE(contains(model_error(index), index + ": expected a JSON object with a 'weight_map' object"));
@@ -382,8 +375,7 @@ TEST(SafetensorsReader, AcceptsWhatTheReferenceAccepts) {
   EXPECT_EQ(header_error("ok_empty.st", "{}"), "(no error)");
   EXPECT_EQ(header_error("ok_ws.st", " {\t}\r\n  "), "(no error)");
   EXPECT_EQ(header_error("ok_null_meta.st", R"({"__metadata__":null})"), "(no error)");
-  EXPECT_EQ(header_error("ok_extra.st",
-                         R"({"a":{"x":[{"y":null},true,-1.5e3],"dtype":"U8","shape":[2],"data_offsets":[0,2]}})", 2),
+  EXPECT_EQ(header_error("ok_extra.st", R"({"a":{"x":[{"y":null},true,-1.5e3],"dtype":"U8","shape":[2],"data_offsets":[0,2]}})", 2),
             "(no error)");
   // Zero-size tensors may sit at any boundary, even together; scalars have shape [].
   EXPECT_EQ(header_error("ok_zero.st",
@@ -394,10 +386,10 @@ TEST(SafetensorsReader, AcceptsWhatTheReferenceAccepts) {
                          5),
             "(no error)");
   // Tensors need not be aligned; escapes in names decode.
-  const std::string path = write_bytes(
-      "ok_unaligned.st", raw_file(R"({"a\u00e9\ud83d\ude00":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
-                                  R"("b":{"dtype":"F32","shape":[1],"data_offsets":[1,5]}})",
-                                  5));
+  const std::string path =
+      write_bytes("ok_unaligned.st", raw_file(R"({"a\u00e9\ud83d\ude00":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                                              R"("b":{"dtype":"F32","shape":[1],"data_offsets":[1,5]}})",
+                                              5));
   const mo::st::File f = mo::st::File::open(path);
   ASSERT_EQ(f.tensors().size(), 2u);
   EXPECT_EQ(f.tensors()[0].name, "a\xc3\xa9\xf0\x9f\x98\x80");
@@ -410,13 +402,11 @@ TEST(SafetensorsReader, RejectsBadHeaderLengths) {
   Bytes huge = raw_file("{}");
   std::memset(huge.data(), 0xff, 8);
   const std::string huge_path = write_bytes("huge.st", huge);
-  EXPECT_EQ(open_error(huge_path),
-            huge_path + ": header length 18446744073709551615 at offset 0 is above the limit of 100000000 bytes");
+  EXPECT_EQ(open_error(huge_path), huge_path + ": header length 18446744073709551615 at offset 0 is above the limit of 100000000 bytes");
   Bytes past = raw_file("{}");
   past[0] = 3;
   const std::string past_path = write_bytes("past.st", past);
-  EXPECT_EQ(open_error(past_path),
-            past_path + ": header length 3 at offset 0 runs past the end of the file (10 bytes)");
+  EXPECT_EQ(open_error(past_path), past_path + ": header length 3 at offset 0 runs past the end of the file (10 bytes)");
   EXPECT_TRUE(contains(header_error("zero.st", ""),
                        "header: expected '{' (a JSON object), got the end of the header "
                        "at offset 8"));
@@ -426,31 +416,27 @@ TEST(SafetensorsReader, RejectsBadHeaderLengths) {
 TEST(SafetensorsReader, RejectsInvalidJson) {
   EXPECT_TRUE(contains(header_error("json1.st", R"({"a":})"),
                        "tensor 'a': expected an object with dtype, shape and data_offsets, got '}' at offset 13"));
+  EXPECT_TRUE(contains(header_error("json2.st", "[]"), "header: expected '{' (a JSON object), got an array at offset 8"));
   EXPECT_TRUE(
-      contains(header_error("json2.st", "[]"), "header: expected '{' (a JSON object), got an array at offset 8"));
-  EXPECT_TRUE(contains(header_error("json3.st", "{} x"),
-                       "header: expected the end of the header after the JSON object, got 'x' at offset 11"));
+      contains(header_error("json3.st", "{} x"), "header: expected the end of the header after the JSON object, got 'x' at offset 11"));
   EXPECT_TRUE(contains(header_error("json4.st", std::string("{}\0", 3)), "after the JSON object, got byte 0x00"));
   EXPECT_TRUE(contains(header_error("json5.st", "{\"a\xff\":1}"), "header is not valid UTF-8 at offset 11"));
-  EXPECT_TRUE(
-      contains(header_error("json6.st", "{\"a\nb\":1}"), "control character 0x0a inside a string at offset 11"));
+  EXPECT_TRUE(contains(header_error("json6.st", "{\"a\nb\":1}"), "control character 0x0a inside a string at offset 11"));
   EXPECT_TRUE(contains(header_error("json7.st", R"({"\ud800":1})"), "lone high surrogate"));
   EXPECT_TRUE(contains(header_error("json8.st", R"({"a)"), "header key: unterminated string at offset 9"));
   EXPECT_TRUE(contains(header_error("json9.st", R"({"a":{"dtype":"U8","shape":[01],"data_offsets":[0,1]}})", 1),
                        "tensor 'a' shape: invalid number"));
   // Nesting is bounded, so a deep header is an error rather than a stack overflow.
-  const std::string deep = R"({"a":{"x":)" + std::string(100000, '[') + std::string(100000, ']') +
-                           R"(,"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
-  EXPECT_TRUE(
-      contains(header_error("deep.st", deep, 1), "tensor 'a' field 'x': JSON nested more than 128 deep at offset 144"));
+  const std::string deep =
+      R"({"a":{"x":)" + std::string(100000, '[') + std::string(100000, ']') + R"(,"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+  EXPECT_TRUE(contains(header_error("deep.st", deep, 1), "tensor 'a' field 'x': JSON nested more than 128 deep at offset 144"));
 }
 
 TEST(SafetensorsReader, RejectsBadEntries) {
   auto entry = [](const std::string& body) { return R"({"w":)" + body + "}"; };
   EXPECT_TRUE(contains(header_error("e1.st", entry(R"({"dtype":"Q4","shape":[1],"data_offsets":[0,1]})"), 1),
                        "tensor 'w': unknown or unsupported dtype 'Q4' at offset 22"));
-  EXPECT_TRUE(contains(header_error("e2.st", entry(R"({"dtype":"U8","shape":[1]})"), 1),
-                       "tensor 'w' has no 'data_offsets' at offset 9"));
+  EXPECT_TRUE(contains(header_error("e2.st", entry(R"({"dtype":"U8","shape":[1]})"), 1), "tensor 'w' has no 'data_offsets' at offset 9"));
   EXPECT_TRUE(contains(header_error("e3.st", entry(R"({"dtype":"U8","shape":"1","data_offsets":[0,1]})"), 1),
                        "tensor 'w' shape: expected an array of integers, got a string at offset 35"));
   EXPECT_TRUE(contains(header_error("e4.st", entry(R"({"dtype":"U8","shape":[-1],"data_offsets":[0,1]})"), 1),
@@ -459,19 +445,16 @@ TEST(SafetensorsReader, RejectsBadEntries) {
                        "expected a non-negative integer, got 1.0"));
   EXPECT_TRUE(contains(header_error("e6.st", entry(R"({"dtype":"U8","shape":[1],"data_offsets":[0,1,2]})"), 1),
                        "tensor 'w' data_offsets: expected ']' (an array of 2 integers), got ','"));
-  EXPECT_TRUE(
-      contains(header_error("e7.st", entry(R"({"dtype":"U8","shape":[1],"data_offsets":[0,18446744073709551616]})"), 1),
-               "tensor 'w' data_offsets: integer 18446744073709551616 is above 2^64 - 1"));
-  EXPECT_TRUE(
-      contains(header_error("e8.st", entry(R"({"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]})"), 1),
-               "tensor 'w': duplicate field 'dtype' at offset 27"));
+  EXPECT_TRUE(contains(header_error("e7.st", entry(R"({"dtype":"U8","shape":[1],"data_offsets":[0,18446744073709551616]})"), 1),
+                       "tensor 'w' data_offsets: integer 18446744073709551616 is above 2^64 - 1"));
+  EXPECT_TRUE(contains(header_error("e8.st", entry(R"({"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]})"), 1),
+                       "tensor 'w': duplicate field 'dtype' at offset 27"));
   EXPECT_TRUE(contains(header_error("e9.st", entry("null")),
                        "tensor 'w': expected an object with dtype, shape and "
                        "data_offsets, got null at offset 13"));
   EXPECT_TRUE(contains(header_error("e10.st", R"({"__metadata__":{"k":1}})"),
                        "__metadata__ key 'k': expected a string, got a number at offset 29"));
-  EXPECT_TRUE(contains(header_error("e11.st", R"({"__metadata__":{},"__metadata__":{}})"),
-                       "duplicate key '__metadata__' at offset 27"));
+  EXPECT_TRUE(contains(header_error("e11.st", R"({"__metadata__":{},"__metadata__":{}})"), "duplicate key '__metadata__' at offset 27"));
   EXPECT_TRUE(contains(header_error("e12.st",
                                     R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
                                     R"("w":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
@@ -482,36 +465,30 @@ TEST(SafetensorsReader, RejectsBadEntries) {
 TEST(SafetensorsReader, RejectsBadOffsets) {
   const std::string a = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
   // Byte count disagrees with dtype and shape.
-  const std::string mismatch =
-      write_bytes("mismatch.st", raw_file(R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 20));
-  EXPECT_EQ(open_error(mismatch),
-            mismatch +
-                ": tensor 'a' (at offset 9): dtype F32 and shape [2, 3] need 24 bytes but data_offsets [0, 20] "
-                "hold 20");
+  const std::string mismatch = write_bytes("mismatch.st", raw_file(R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 20));
+  EXPECT_EQ(open_error(mismatch), mismatch +
+                                      ": tensor 'a' (at offset 9): dtype F32 and shape [2, 3] need 24 bytes but data_offsets [0, 20] "
+                                      "hold 20");
   // End past the data section.
-  const std::string past = write_bytes(
-      "past_end.st", raw_file(R"({"lm_head.weight":{"dtype":"U8","shape":[10],"data_offsets":[10,20]}})", 12));
+  const std::string past =
+      write_bytes("past_end.st", raw_file(R"({"lm_head.weight":{"dtype":"U8","shape":[10],"data_offsets":[10,20]}})", 12));
   EXPECT_EQ(open_error(past), past +
                                   ": tensor 'lm_head.weight' (at offset 9): data_offsets [10, 20] end past the data "
                                   "section (12 bytes from offset 77)");
   EXPECT_TRUE(contains(header_error("backwards.st", R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[1,0]}})", 1),
                        "tensor 'a' (at offset 9): data_offsets [1, 0] end before they begin"));
-  EXPECT_TRUE(
-      contains(header_error("overlap.st", "{" + a + R"(,"b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", 8),
-               "tensor 'b' (at offset 62): data_offsets [4, 8] overlap tensor 'a' at [0, 8]"));
-  EXPECT_TRUE(
-      contains(header_error("gap.st", "{" + a + R"(,"b":{"dtype":"U8","shape":[4],"data_offsets":[12,16]}})", 16),
-               "tensor 'b' (at offset 62): data_offsets [12, 16] leave bytes [8, 12) of the data section unused"));
+  EXPECT_TRUE(contains(header_error("overlap.st", "{" + a + R"(,"b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", 8),
+                       "tensor 'b' (at offset 62): data_offsets [4, 8] overlap tensor 'a' at [0, 8]"));
+  EXPECT_TRUE(contains(header_error("gap.st", "{" + a + R"(,"b":{"dtype":"U8","shape":[4],"data_offsets":[12,16]}})", 16),
+                       "tensor 'b' (at offset 62): data_offsets [12, 16] leave bytes [8, 12) of the data section unused"));
   EXPECT_TRUE(contains(header_error("gap0.st", R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", 8),
                        "leave bytes [0, 4) of the data section unused"));
   EXPECT_TRUE(contains(header_error("trailing.st", "{" + a + "}", 9),
                        "tensors cover 8 bytes but the data section from offset 62 has 9; bytes [8, 9) are unused"));
-  EXPECT_TRUE(contains(
-      header_error("overflow.st", R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})"),
-      "tensor 'a' (at offset 9): shape [4611686018427387904, 4] of F32 overflows 64 bits in bytes"));
-  EXPECT_TRUE(contains(
-      header_error("bigdim.st", R"({"a":{"dtype":"U8","shape":[0,18446744073709551615],"data_offsets":[0,0]}})"),
-      "has a dimension above INT64_MAX"));
+  EXPECT_TRUE(contains(header_error("overflow.st", R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})"),
+                       "tensor 'a' (at offset 9): shape [4611686018427387904, 4] of F32 overflows 64 bits in bytes"));
+  EXPECT_TRUE(contains(header_error("bigdim.st", R"({"a":{"dtype":"U8","shape":[0,18446744073709551615],"data_offsets":[0,0]}})"),
+                       "has a dimension above INT64_MAX"));
 }
 
 // ---- Mutation test: thousands of corrupted copies of a real file load cleanly or fail cleanly. ----
@@ -618,9 +595,8 @@ struct Mutator {
         return assemble(h, pick(4) != 0);
       }
       case 7: {  // insert a JSON token or a bad byte
-        static const char* const kTokens[] = {"{",   "}",  "[",    "]",       ",",    ":",
-                                              "\"",  "\\", "\\u",  "\\ud800", "null", "true",
-                                              "1",   "-",  "\xff", "\xc3",    " ",    "\"__metadata__\":{},",
+        static const char* const kTokens[] = {"{",       "}",    "[",    "]", ",", ":",    "\"",   "\\", "\\u",
+                                              "\\ud800", "null", "true", "1", "-", "\xff", "\xc3", " ",  "\"__metadata__\":{},",
                                               "[[[["};
         std::string h = header_;
         h.insert(pick(h.size() + 1), kTokens[pick(std::size(kTokens))]);

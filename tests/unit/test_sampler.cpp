@@ -104,9 +104,7 @@ TEST(Sampler, TopKKeepsTheKLargestLogitsAndTiesAtTheKth) {
 TEST(Sampler, TopPKeepsTheSmallestSetWithMassAtLeastP) {
   // Ranked: id1 0.4, id2 0.3, id3 0.2, id0 0.1.
   const std::vector<float> logits = log_of({0.1, 0.4, 0.3, 0.2});
-  auto dist = [&](double top_p) {
-    return Sampler(SamplingParams{.top_p = top_p}, 0).distribution(logits, kNone, kNone);
-  };
+  auto dist = [&](double top_p) { return Sampler(SamplingParams{.top_p = top_p}, 0).distribution(logits, kNone, kNone); };
   expect_probs(dist(0.3), {0, 1, 0, 0});                     // 0.4 >= 0.3
   expect_probs(dist(0.65), {0, 4 / 7.0, 3 / 7.0, 0});        // 0.4 < 0.65 <= 0.7
   expect_probs(dist(0.75), {0, 4 / 9.0, 3 / 9.0, 2 / 9.0});  // 0.7 < 0.75 <= 0.9
@@ -119,8 +117,7 @@ std::vector<double> top_p_reference(const std::vector<float>& logits, double top
   const std::vector<double> probs = softmax(std::vector<double>(logits.begin(), logits.end()));
   std::vector<std::int32_t> ids(logits.size());
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i);
-  std::sort(ids.begin(), ids.end(),
-            [&](auto a, auto b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::sort(ids.begin(), ids.end(), [&](auto a, auto b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
   std::vector<double> out(logits.size(), 0.0);
   double mass = 0;
   for (std::int32_t id : ids) {
@@ -216,9 +213,8 @@ TEST(SamplerPenalties, PresencePenaltyOncePerOutputToken) {
 TEST(SamplerPenalties, AllThreeApplyRepetitionFirst) {
   std::vector<float> logits = {2.0f, -1.0f, 0.5f, 3.0f, 1.0f};
   const std::vector<std::int32_t> prompt = {0, 1}, output = {1, 2, 2};
-  mo::engine::apply_penalties(
-      logits, SamplingParams{.repetition_penalty = 2.0, .presence_penalty = 0.25, .frequency_penalty = 0.5}, prompt,
-      output);
+  mo::engine::apply_penalties(logits, SamplingParams{.repetition_penalty = 2.0, .presence_penalty = 0.25, .frequency_penalty = 0.5}, prompt,
+                              output);
   // id1: -1 * 2 - 0.5 * 1 - 0.25 = -2.75; id2: 0.5 / 2 - 0.5 * 2 - 0.25 = -1.0.
   EXPECT_EQ(logits, (std::vector<float>{1.0f, -2.75f, -1.0f, 3.0f, 1.0f}));
 }
@@ -329,8 +325,7 @@ TEST(SamplerLogprobs, TopNSortedAndEqualToRawLogSoftmax) {
     ASSERT_EQ(tok.top_logprobs.size(), 5u);
     std::vector<std::int32_t> order(logits.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int32_t>(i);
-    std::sort(order.begin(), order.end(),
-              [&](auto a, auto b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
     for (std::size_t i = 0; i < 5; ++i) {
       EXPECT_EQ(tok.top_logprobs[i].first, order[i]);
       EXPECT_NEAR(tok.top_logprobs[i].second, std::log(ref[order[i]]), 1e-5);
@@ -368,8 +363,7 @@ TEST(Sampler, NegInfAndNaNLogitsAreNeverSampled) {
 TEST(Sampler, NoFiniteLogitIsAnError) {
   const float inf = std::numeric_limits<float>::infinity();
   Sampler s(SamplingParams{}, 0);
-  for (const std::vector<float>& logits :
-       {std::vector<float>{-inf, -inf}, std::vector<float>{}, std::vector<float>{0.0f, inf}}) {
+  for (const std::vector<float>& logits : {std::vector<float>{-inf, -inf}, std::vector<float>{}, std::vector<float>{0.0f, inf}}) {
     try {
       s.sample(logits, kNone, kNone);
       FAIL();
@@ -430,8 +424,6 @@ TEST(SamplerParams, EdgesOfTheRangesAreAccepted) {
   EXPECT_NO_THROW(high.validate());
 }
 
-TEST(SamplerParams, SamplerRefusesInvalidParams) {
-  EXPECT_THROW(Sampler(SamplingParams{.top_p = 1.5}, 0), mo::UsageError);
-}
+TEST(SamplerParams, SamplerRefusesInvalidParams) { EXPECT_THROW(Sampler(SamplingParams{.top_p = 1.5}, 0), mo::UsageError); }
 
 }  // namespace

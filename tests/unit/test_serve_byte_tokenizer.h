@@ -8,7 +8,10 @@
 namespace mo::serve::test_support {
 
 struct ByteTokenizer : mo::tok::Tokenizer {
-  ByteTokenizer() { sp.bos = 256; sp.add_bos = true; }
+  ByteTokenizer() {
+    sp.bos = 256;
+    sp.add_bos = true;
+  }
   std::vector<std::int32_t> encode(std::string_view text, bool add_special, bool) const override {
     std::vector<std::int32_t> ids;
     if (add_special) ids.push_back(256);
@@ -17,7 +20,8 @@ struct ByteTokenizer : mo::tok::Tokenizer {
   }
   std::string decode(const std::vector<std::int32_t>& ids, bool) const override {
     std::string s;
-    for (auto id : ids) if (id < 256) s += static_cast<char>(id);
+    for (auto id : ids)
+      if (id < 256) s += static_cast<char>(id);
     return s;
   }
   std::string token_bytes(std::int32_t id) const override { return id < 256 ? std::string(1, static_cast<char>(id)) : ""; }

@@ -44,8 +44,12 @@ class ServeLoop : public ::testing::Test {
  protected:
   ServingOptions options(int max_queue_len = 64) {
     ServingOptions o;
-    o.scheduler = {.num_blocks = 64, .block_size = 8, .max_num_seqs = 8, .max_num_batched_tokens = 64,
-                   .enable_chunked_prefill = true, .enable_prefix_caching = true};
+    o.scheduler = {.num_blocks = 64,
+                   .block_size = 8,
+                   .max_num_seqs = 8,
+                   .max_num_batched_tokens = 64,
+                   .enable_chunked_prefill = true,
+                   .enable_prefix_caching = true};
     o.vocab_size = kVocab;
     o.max_queue_len = max_queue_len;
     o.eos_ids = {'z'};

@@ -34,7 +34,8 @@ class ServeRequest : public ::testing::Test {
 
 TEST_F(ServeRequest, CompletionPromptAndSamplingParameters) {
   auto r = mo::serve::parse_completion_request(
-      {{"model", "tiny"}, {"prompt", "hi"}, {"max_tokens", 5}, {"temperature", 0}, {"top_k", 3}, {"stop", "\n"}, {"seed", 42}, {"n", 2}}, ctx);
+      {{"model", "tiny"}, {"prompt", "hi"}, {"max_tokens", 5}, {"temperature", 0}, {"top_k", 3}, {"stop", "\n"}, {"seed", 42}, {"n", 2}},
+      ctx);
   EXPECT_EQ(r.prompts.at(0), (std::vector<std::int32_t>{256, 'h', 'i'}));
   EXPECT_EQ(r.params.max_tokens, 5);
   EXPECT_TRUE(r.params.greedy());
@@ -60,40 +61,51 @@ TEST_F(ServeRequest, RequestWithoutModelIsForTheServedModel) {
 }
 
 TEST_F(ServeRequest, BadParametersAreNamed) {
-  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"temperature", "hot"}}), "400 temperature: temperature: expected a number, got string");
-  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"temperature", 3}}), "400 temperature: temperature: expected a number in [0, 2], got 3");
-  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"max_tokens", -1}}), "400 max_tokens: max_tokens: expected an integer in [1, 2147483647], got -1");
+  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"temperature", "hot"}}),
+            "400 temperature: temperature: expected a number, got string");
+  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"temperature", 3}}),
+            "400 temperature: temperature: expected a number in [0, 2], got 3");
+  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"max_tokens", -1}}),
+            "400 max_tokens: max_tokens: expected an integer in [1, 2147483647], got -1");
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"n", 1.5}}), "400 n: n: expected an integer, got number");
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", 5}}),
             "400 prompt: prompt: expected a string, a list of strings, a list of token ids or a list of such lists (1 to 64 prompts)");
-  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"bogus", 1}}), "400 bogus: Unrecognized request argument supplied: bogus");
-  EXPECT_EQ(completion_error({{"model", "other"}, {"prompt", "x"}}), "404 model: The model `other` does not exist; this server serves `tiny`");
+  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"bogus", 1}}),
+            "400 bogus: Unrecognized request argument supplied: bogus");
+  EXPECT_EQ(completion_error({{"model", "other"}, {"prompt", "x"}}),
+            "404 model: The model `other` does not exist; this server serves `tiny`");
   EXPECT_EQ(completion_error({{"model", 5}, {"prompt", "x"}}), "400 model: model: expected a string, got number");
   EXPECT_EQ(completion_error(json::array()), "400 : the request body must be a JSON object, got array");
-  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"stop", json::array({1})}}), "400 stop: stop: expected a list of strings, found number");
+  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"stop", json::array({1})}}),
+            "400 stop: stop: expected a list of strings, found number");
 }
 
 TEST_F(ServeRequest, PromptLongerThanMaxModelLenIsRefused) {
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", std::string(63, 'a')}}),
-            "400 prompt: This model's maximum context length is 64 tokens. However, your prompt has 64 tokens, which leaves no room for the output.");
+            "400 prompt: This model's maximum context length is 64 tokens. However, your prompt has 64 tokens, which leaves no room for "
+            "the output.");
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", std::string(10, 'a')}, {"max_tokens", 60}}),
-            "400 max_tokens: This model's maximum context length is 64 tokens. However, you requested 71 tokens (11 in the prompt, 60 for the output).");
+            "400 max_tokens: This model's maximum context length is 64 tokens. However, you requested 71 tokens (11 in the prompt, 60 for "
+            "the output).");
   // Too many bytes to possibly fit: refused before tokenizing.
   EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", std::string(1000, 'a')}}),
             "400 prompt: This model's maximum context length is 64 tokens; the prompt of 1000 bytes is longer than that.");
 }
 
 TEST_F(ServeRequest, EchoWithZeroMaxTokensNeedsLogprobs) {
-  auto r = mo::serve::parse_completion_request({{"model", "tiny"}, {"prompt", "ab"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 2}}, ctx);
+  auto r =
+      mo::serve::parse_completion_request({{"model", "tiny"}, {"prompt", "ab"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 2}}, ctx);
   EXPECT_EQ(r.params.max_tokens, 0);
   EXPECT_EQ(r.params.logprobs, 2);
   EXPECT_TRUE(r.echo);
-  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"max_tokens", 0}}), "400 max_tokens: max_tokens: expected an integer in [1, 2147483647], got 0");
+  EXPECT_EQ(completion_error({{"model", "tiny"}, {"prompt", "x"}, {"max_tokens", 0}}),
+            "400 max_tokens: max_tokens: expected an integer in [1, 2147483647], got 0");
 }
 
 TEST_F(ServeRequest, ChatUsesTheTemplateAndChecksMessages) {
   auto r = mo::serve::parse_chat_request(
-      {{"model", "tiny"}, {"messages", json::array({json{{"role", "user"}, {"content", "hi"}}})}, {"logprobs", true}, {"top_logprobs", 2}}, ctx);
+      {{"model", "tiny"}, {"messages", json::array({json{{"role", "user"}, {"content", "hi"}}})}, {"logprobs", true}, {"top_logprobs", 2}},
+      ctx);
   // No template: ChatML.
   EXPECT_EQ(r.prompt_texts.at(0), "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(r.params.logprobs, 2);
@@ -105,7 +117,8 @@ TEST_F(ServeRequest, ChatUsesTheTemplateAndChecksMessages) {
     EXPECT_EQ(std::string(e.what()), "messages: messages[0].role: expected one of system, developer, user, assistant, tool");
   }
   try {
-    mo::serve::parse_chat_request({{"model", "tiny"}, {"messages", json::array({json{{"role", "user"}, {"content", "x"}}})}, {"top_logprobs", 2}}, ctx);
+    mo::serve::parse_chat_request(
+        {{"model", "tiny"}, {"messages", json::array({json{{"role", "user"}, {"content", "x"}}})}, {"top_logprobs", 2}}, ctx);
     FAIL();
   } catch (const ApiError& e) {
     EXPECT_EQ(e.param, "top_logprobs");

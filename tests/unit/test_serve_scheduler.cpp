@@ -42,7 +42,8 @@ class FakeEngine {
     auto plan = sched.schedule();
     std::string row;
     for (const auto& c : plan.chunks)
-      row += fmt::format("{}{}[{},{}){}", row.empty() ? "" : " ", static_cast<char>(c.seq_id), c.start_pos, c.start_pos + c.num_tokens, c.samples ? "*" : "");
+      row += fmt::format("{}{}[{},{}){}", row.empty() ? "" : " ", static_cast<char>(c.seq_id), c.start_pos, c.start_pos + c.num_tokens,
+                         c.samples ? "*" : "");
     if (!plan.preempted.empty()) {
       row += " | preempt";
       for (auto id : plan.preempted) row += fmt::format(" {}", static_cast<char>(id));
@@ -50,8 +51,10 @@ class FakeEngine {
     sched.commit(plan);
     for (const auto& c : plan.chunks) {
       if (!c.samples) continue;
-      if (++outputs[c.seq_id] >= max_output[c.seq_id]) sched.finish(c.seq_id);
-      else sched.append_token(c.seq_id, 7);
+      if (++outputs[c.seq_id] >= max_output[c.seq_id])
+        sched.finish(c.seq_id);
+      else
+        sched.append_token(c.seq_id, 7);
     }
     return row;
   }
@@ -65,8 +68,12 @@ class FakeEngine {
 };
 
 SchedulerConfig config(int num_blocks, int block_size, int max_seqs, int max_tokens, bool prefix_caching = false) {
-  return {.num_blocks = num_blocks, .block_size = block_size, .max_num_seqs = max_seqs, .max_num_batched_tokens = max_tokens,
-          .enable_chunked_prefill = true, .enable_prefix_caching = prefix_caching};
+  return {.num_blocks = num_blocks,
+          .block_size = block_size,
+          .max_num_seqs = max_seqs,
+          .max_num_batched_tokens = max_tokens,
+          .enable_chunked_prefill = true,
+          .enable_prefix_caching = prefix_caching};
 }
 
 TEST(ServeScheduler, FinishedSequenceHandsItsSlotToTheNextWaitingOne) {
@@ -89,7 +96,7 @@ TEST(ServeScheduler, LongPromptIsChunkedWithinTheTokenBudget) {
   e.add({'A', tokens(10), 2});
   e.add({'B', tokens(3), 1});
   const std::vector<std::string> expected = {
-      "A[0,6)",          // 6 tokens per step: A's prompt is split
+      "A[0,6)",           // 6 tokens per step: A's prompt is split
       "A[6,10)* B[0,2)",  // B's prefill starts in the leftover budget
       "A[10,11)* B[2,3)*",
       "",
@@ -105,8 +112,8 @@ TEST(ServeScheduler, NewestRunningSequenceIsPreemptedAndRecomputedLater) {
   const std::vector<std::string> expected = {
       "A[0,16)* B[0,4)*",
       "A[16,17)* | preempt B",
-      "A[17,18)*",        // A finishes: all three blocks free again
-      "B[0,5)*",          // B recomputes its prompt and its first output token
+      "A[17,18)*",  // A finishes: all three blocks free again
+      "B[0,5)*",    // B recomputes its prompt and its first output token
       "",
   };
   EXPECT_EQ(e.run(5), expected);
@@ -122,8 +129,8 @@ TEST(ServeScheduler, SequenceThatCannotGrowPreemptsItselfWhenItIsTheNewest) {
   const std::vector<std::string> expected = {
       "A[0,4)* B[0,8)*",
       "A[4,5)* | preempt B",
-      "A[5,6)*",   // B needs 2 blocks, 1 is free: it keeps waiting
-      "B[0,9)*",   // B's first output token was kept: recomputed with the prompt
+      "A[5,6)*",  // B needs 2 blocks, 1 is free: it keeps waiting
+      "B[0,9)*",  // B's first output token was kept: recomputed with the prompt
       "",
   };
   EXPECT_EQ(e.run(5), expected);

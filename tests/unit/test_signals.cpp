@@ -40,7 +40,9 @@ TEST(SignalsDeathTest, WithNoActionLeftAStopSignalEndsTheProcessAsBefore) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        { OnStopSignal gone([](int) {}); }
+        {
+          OnStopSignal gone([](int) {});
+        }
         std::raise(SIGTERM);
         std::this_thread::sleep_for(10s);
       },

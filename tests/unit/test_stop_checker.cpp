@@ -31,8 +31,7 @@ Streamed stream(StopChecker& c, const std::vector<std::string>& pieces) {
   return out;
 }
 
-void expect_push(StopChecker& c, const std::string& in, const std::string& emit, bool stopped = false,
-                 const std::string& matched = "") {
+void expect_push(StopChecker& c, const std::string& in, const std::string& emit, bool stopped = false, const std::string& matched = "") {
   const auto r = c.push(in);
   EXPECT_EQ(r.emit, emit) << "push '" << in << "'";
   EXPECT_EQ(r.stopped, stopped) << "push '" << in << "'";
@@ -138,8 +137,7 @@ TEST(StopChecker, EverySplitGivesTheSameTextAsOnePush) {
         for (std::size_t j = i; j <= text.size(); ++j) {
           StopChecker c(stops, include);
           const Streamed got = stream(c, {text.substr(0, i), text.substr(i, j - i), text.substr(j)});
-          ASSERT_EQ(got.text, want.text) << "split " << i << "," << j << " stops[0] " << stops[0] << " include "
-                                         << include;
+          ASSERT_EQ(got.text, want.text) << "split " << i << "," << j << " stops[0] " << stops[0] << " include " << include;
           ASSERT_EQ(got.matched, want.matched) << "split " << i << "," << j << " stops[0] " << stops[0];
         }
     }

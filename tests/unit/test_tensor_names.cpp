@@ -39,8 +39,10 @@ TEST(TensorNames, MapLlamaNamesBothWays) {
 std::vector<std::uint8_t> permuted(bool to_gguf, std::int64_t rows, std::int64_t n_head) {
   std::vector<std::uint8_t> src(rows), dst(rows);
   std::iota(src.begin(), src.end(), 0);
-  if (to_gguf) mo::model::permute_qk_hf_to_gguf(src.data(), dst.data(), rows, 1, n_head);
-  else mo::model::permute_qk_gguf_to_hf(src.data(), dst.data(), rows, 1, n_head);
+  if (to_gguf)
+    mo::model::permute_qk_hf_to_gguf(src.data(), dst.data(), rows, 1, n_head);
+  else
+    mo::model::permute_qk_gguf_to_hf(src.data(), dst.data(), rows, 1, n_head);
   return dst;
 }
 

@@ -27,15 +27,18 @@ TEST(ThreadPool, ChunksAreDeterministicAndRespectGrain) {
   EXPECT_EQ(seen[0], (std::pair<std::int64_t, std::int64_t>{10, 20}));
   EXPECT_EQ(seen[2], (std::pair<std::int64_t, std::int64_t>{30, 40}));
   int calls = 0;
-  pool.parallel_for(0, 10, [&](std::int64_t, std::int64_t, int) { ++calls; }, 100);  // one chunk: grain > n
+  pool.parallel_for(
+      0, 10, [&](std::int64_t, std::int64_t, int) { ++calls; }, 100);  // one chunk: grain > n
   EXPECT_EQ(calls, 1);
 }
 
 TEST(ThreadPool, RethrowsTheWorkersException) {
   mo::ThreadPool pool(4);
-  EXPECT_THROW(pool.parallel_for(0, 100, [](std::int64_t b, std::int64_t, int) {
-    if (b > 0) throw std::runtime_error("boom");
-  }), std::runtime_error);
+  EXPECT_THROW(pool.parallel_for(0, 100,
+                                 [](std::int64_t b, std::int64_t, int) {
+                                   if (b > 0) throw std::runtime_error("boom");
+                                 }),
+               std::runtime_error);
   std::atomic<std::int64_t> sum{0};
   pool.parallel_for(0, 100, [&](std::int64_t b, std::int64_t e, int) {
     for (auto i = b; i < e; ++i) sum += i;

@@ -39,13 +39,12 @@ const Tokenizer& shared(const std::string& path) {
   static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
   auto& slot = cache[path];
   if (!slot) {
-    slot = path.ends_with(".gguf") ? mo::tok::load_tokenizer_gguf(mo::gguf::read_metadata(path))
-                                   : mo::tok::load_tokenizer_json(path);
+    slot = path.ends_with(".gguf") ? mo::tok::load_tokenizer_gguf(mo::gguf::read_metadata(path)) : mo::tok::load_tokenizer_json(path);
   }
   return *slot;
 }
 
-#define REQUIRE_DATA(path)                                                            \
+#define REQUIRE_DATA(path) \
   if (!fs::exists(path)) GTEST_SKIP() << path << " is missing (shared data not present)"
 
 std::string show(const Ids& ids) {
@@ -170,7 +169,9 @@ TEST(TokenizerBpe, GgufAddsBosWhenTheFileSaysSo) {
   ASSERT_EQ(ids.size(), 2u);
   EXPECT_EQ(ids[0], 32013);
   EXPECT_EQ(tok.decode(ids, true), "Hello");
-  EXPECT_EQ(tok.decode(ids, false), "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>Hello");
+  EXPECT_EQ(tok.decode(ids, false),
+            "<\xEF\xBD\x9C"
+            "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>Hello");
 }
 
 TEST(TokenizerBpe, DecodeReplacesIncompleteCharacters) {
@@ -239,8 +240,8 @@ nlohmann::json tiny_tokenizer(const nlohmann::json& added, const nlohmann::json&
 }
 
 nlohmann::json added_token(int id, const std::string& content, bool special, bool lstrip, bool rstrip, bool single_word) {
-  return {{"id", id}, {"content", content}, {"special", special}, {"lstrip", lstrip}, {"rstrip", rstrip},
-          {"single_word", single_word}, {"normalized", false}};
+  return {{"id", id},         {"content", content},         {"special", special}, {"lstrip", lstrip},
+          {"rstrip", rstrip}, {"single_word", single_word}, {"normalized", false}};
 }
 
 const nlohmann::json kByteLevel = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
@@ -263,11 +264,10 @@ TEST(TokenizerBpe, AddedTokenStripAndSingleWordFlags) {
 
 TEST(TokenizerBpe, SplitBehaviorsFollowHuggingFace) {
   const auto with_split = [](const std::string& behavior, bool invert) {
-    const nlohmann::json pre = {
-        {"type", "Sequence"},
-        {"pretokenizers",
-         {{{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}, {"invert", invert}},
-          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+    const nlohmann::json pre = {{"type", "Sequence"},
+                                {"pretokenizers",
+                                 {{{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}, {"invert", invert}},
+                                  {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
     return mo::tok::make_bpe_from_json(tiny_tokenizer(nlohmann::json::array(), pre), nullptr, "tiny.json");
   };
   EXPECT_EQ(with_split("Removed", false)->encode("ab-c", false, false), (Ids{256, 'c'}));
@@ -321,10 +321,10 @@ TEST(TokenizerBpe, ConfigAddBosTokenOverridesThePostProcessor) {
 
 TEST(TokenizerBpeUnicode, NfcComposesAndOrders) {
   using mo::tok::nfc;
-  EXPECT_EQ(nfc("e\xCC\x81"), "\xC3\xA9");                                  // e + U+0301 -> é
-  EXPECT_EQ(nfc("\xE1\x84\x80\xE1\x85\xA1"), "\xEA\xB0\x80");               // Hangul L + V -> 가
-  EXPECT_EQ(nfc("\xE2\x84\xAB"), "\xC3\x85");                               // ANGSTROM SIGN -> Å
-  EXPECT_EQ(nfc("a\xCC\x9B\xCC\x80"), nfc("a\xCC\x80\xCC\x9B"));             // combining marks reordered by class
+  EXPECT_EQ(nfc("e\xCC\x81"), "\xC3\xA9");                        // e + U+0301 -> é
+  EXPECT_EQ(nfc("\xE1\x84\x80\xE1\x85\xA1"), "\xEA\xB0\x80");     // Hangul L + V -> 가
+  EXPECT_EQ(nfc("\xE2\x84\xAB"), "\xC3\x85");                     // ANGSTROM SIGN -> Å
+  EXPECT_EQ(nfc("a\xCC\x9B\xCC\x80"), nfc("a\xCC\x80\xCC\x9B"));  // combining marks reordered by class
   EXPECT_EQ(nfc("plain ascii"), "plain ascii");
   // Only the stretches around combining characters change; the text between them is kept as is.
   EXPECT_EQ(nfc("x caf\x65\xCC\x81 \xC3\xA9t\xC3\xA9 \xE1\x84\x80\xE1\x85\xA1!"), "x caf\xC3\xA9 \xC3\xA9t\xC3\xA9 \xEA\xB0\x80!");
@@ -333,7 +333,10 @@ TEST(TokenizerBpeUnicode, NfcComposesAndOrders) {
 
 TEST(TokenizerBpeUnicode, Utf8Helpers) {
   using namespace mo::tok;
-  EXPECT_EQ(utf8_sanitize("a\xF0\x9F\xA6" "b"), "a\xEF\xBF\xBD" "b");  // one U+FFFD per maximal subpart
+  EXPECT_EQ(utf8_sanitize("a\xF0\x9F\xA6"
+                          "b"),
+            "a\xEF\xBF\xBD"
+            "b");                                                                    // one U+FFFD per maximal subpart
   EXPECT_EQ(utf8_sanitize("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate: 3 subparts
   EXPECT_EQ(utf8_incomplete_tail("ok\xF0\x9F\xA6"), 3u);
   EXPECT_EQ(utf8_incomplete_tail("ok\xF0\x9F\xA6\x99"), 0u);

@@ -110,8 +110,7 @@ std::string error_of(F&& f) {
 TEST(TokenizerExport, SpmMergesAreOrderedByScoreThenLongerLeftPart) {
   const auto hf = mo::tok::hf_tokenizer_from_gguf(vocab_file(tiny_spm()));
   // "abc" (score -3) comes after "ab" (-1) and "bc" (-2); its split "ab"+"c" before "a"+"bc".
-  const json want = json::array({json::array({"a", "b"}), json::array({"b", "c"}), json::array({"ab", "c"}),
-                                 json::array({"a", "bc"})});
+  const json want = json::array({json::array({"a", "b"}), json::array({"b", "c"}), json::array({"ab", "c"}), json::array({"a", "bc"})});
   EXPECT_EQ(hf.tokenizer_json["model"]["merges"], want);
   EXPECT_EQ(hf.tokenizer_json["model"]["vocab"]["abc"], 8);
   EXPECT_EQ(hf.tokenizer_json["model"]["unk_token"], "<unk>");
@@ -181,10 +180,8 @@ TEST(TokenizerExport, DeepseekRegexesAreWrittenAsUtf8) {
 TEST(TokenizerExport, GgufErrorsNameTheProblem) {
   auto bert = tiny_gpt2("gpt-2");
   bert[0].second = Value::str("bert");
-  EXPECT_NE(error_of([&] { mo::tok::hf_tokenizer_from_gguf(vocab_file(bert)); }).find("tokenizer.ggml.model 'bert'"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { mo::tok::hf_tokenizer_from_gguf(vocab_file(tiny_gpt2("kimi-k2"))); }).find("'kimi-k2'"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { mo::tok::hf_tokenizer_from_gguf(vocab_file(bert)); }).find("tokenizer.ggml.model 'bert'"), std::string::npos);
+  EXPECT_NE(error_of([&] { mo::tok::hf_tokenizer_from_gguf(vocab_file(tiny_gpt2("kimi-k2"))); }).find("'kimi-k2'"), std::string::npos);
   auto short_types = tiny_spm();
   short_types[3].second = Value::array_of_i32(std::vector<int32_t>{2, 3});
   EXPECT_NE(error_of([&] { mo::tok::hf_tokenizer_from_gguf(vocab_file(short_types)); }).find("has 2 entries for 9 tokens"),
@@ -199,8 +196,8 @@ TEST(TokenizerExport, ChatTemplatesAndContextLengthGoToTokenizerConfig) {
   kv.emplace_back("tokenizer.chat_template.tool_use", Value::str("{{ tools }}"));
   const auto hf = mo::tok::hf_tokenizer_from_gguf(vocab_file(kv));
   EXPECT_EQ(hf.tokenizer_config["model_max_length"], 1024);
-  const json want = json::array({{{"name", "default"}, {"template", "{{ messages }}"}},
-                                 {{"name", "tool_use"}, {"template", "{{ tools }}"}}});
+  const json want =
+      json::array({{{"name", "default"}, {"template", "{{ messages }}"}}, {{"name", "tool_use"}, {"template", "{{ tools }}"}}});
   EXPECT_EQ(hf.tokenizer_config["chat_template"], want);
   const auto back = mo::tok::gguf_tokenizer_kv_from_hf(hf.tokenizer_json, hf.tokenizer_config, 0);
   const auto m = as_map(back);
@@ -223,8 +220,8 @@ TEST(TokenizerExport, PaddingTokensLeaveTheHfVocabularyAndComeBack) {
 // --- HF -> GGUF --------------------------------------------------------------------------------
 
 TEST(TokenizerExport, PreTypeIsFoundFromTheRegexes) {
-  const json starcoder = json{{"type", "Sequence"},
-                              {"pretokenizers", json::array({{{"type", "Digits"}, {"individual_digits", true}}, byte_level(true)})}};
+  const json starcoder =
+      json{{"type", "Sequence"}, {"pretokenizers", json::array({{{"type", "Digits"}, {"individual_digits", true}}, byte_level(true)})}};
   EXPECT_EQ(pre_of(byte_level_json(byte_level(true))), "gpt-2");
   EXPECT_EQ(pre_of(byte_level_json(starcoder)), "starcoder");
   // Names sharing a pre-tokenizer: clean_up_tokenization_spaces, then our own hint, choose.
@@ -232,7 +229,8 @@ TEST(TokenizerExport, PreTypeIsFoundFromTheRegexes) {
   EXPECT_EQ(pre_of(byte_level_json(starcoder), {{"gguf_tokenizer_pre", "refact"}}), "refact");
   EXPECT_EQ(pre_of(byte_level_json(starcoder), {{"gguf_tokenizer_pre", "qwen2"}}), "starcoder");
   const json falcon = {{"type", "Sequence"},
-                       {"pretokenizers", json::array({{{"type", "Punctuation"}, {"behavior", "Contiguous"}}, byte_level(true),
+                       {"pretokenizers", json::array({{{"type", "Punctuation"}, {"behavior", "Contiguous"}},
+                                                      byte_level(true),
                                                       {{"type", "Digits"}, {"individual_digits", false}},
                                                       split("[0-9][0-9][0-9]")})}};
   EXPECT_EQ(pre_of(byte_level_json(falcon)), "falcon");
@@ -276,8 +274,7 @@ TEST(TokenizerExport, SpmScoresFollowMergeRanks) {
   for (const auto& e : m.at("tokenizer.ggml.token_type").as_array()) types.push_back(static_cast<int32_t>(e.as_int()));
   EXPECT_EQ(types, (std::vector<int32_t>{2, 3, 6, 1, 1, 1, 1, 1, 4, 5}));
   // "ba" merges first: it keeps its SentencePiece-style score -(6 - 3); "ab" (-2) must drop below it.
-  EXPECT_EQ(numbers(m.at("tokenizer.ggml.scores")),
-            (std::vector<double>{0, 0, 0, 0, -1, -4, -3, -5, -1000, -1000}));
+  EXPECT_EQ(numbers(m.at("tokenizer.ggml.scores")), (std::vector<double>{0, 0, 0, 0, -1, -4, -3, -5, -1000, -1000}));
   EXPECT_EQ(m.at("tokenizer.ggml.unknown_token_id").as_int(), 0);
   EXPECT_EQ(m.count("tokenizer.ggml.add_space_prefix"), 0u);
   EXPECT_EQ(m.count("tokenizer.ggml.merges"), 0u);
@@ -288,11 +285,11 @@ TEST(TokenizerExport, MergesWithSpacesAndVocabSize) {
   tj["model"]["vocab"] = {{"a b", 0}, {"c", 1}, {"a bc", 2}};
   tj["model"]["merges"] = json::array({json::array({"a b", "c"})});
   const auto m = as_map(mo::tok::gguf_tokenizer_kv_from_hf(tj, nullptr, 6));
-  EXPECT_EQ(strings(m.at("tokenizer.ggml.merges")), std::vector<std::string>{"a\xc4\xa0" "b c"});
+  EXPECT_EQ(strings(m.at("tokenizer.ggml.merges")), std::vector<std::string>{"a\xc4\xa0"
+                                                                             "b c"});
   EXPECT_EQ(strings(m.at("tokenizer.ggml.tokens")).back(), "[PAD5]");
   EXPECT_EQ(m.at("tokenizer.ggml.token_type").as_array()[3].as_int(), 3);  // <|endoftext|>
-  EXPECT_NE(error_of([&] { mo::tok::gguf_tokenizer_kv_from_hf(tj, nullptr, 3); }).find("does not fit vocab_size 3"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { mo::tok::gguf_tokenizer_kv_from_hf(tj, nullptr, 3); }).find("does not fit vocab_size 3"), std::string::npos);
 }
 
 TEST(TokenizerExport, SpecialIdsComeFromConfigOrTemplate) {
@@ -320,9 +317,9 @@ TEST(TokenizerExport, PublishedHfTokenizers) {
     std::size_t tokens, merges;
     int64_t bos, eos;  // -1: none
   };
-  for (const Case& c : {Case{"llama2", "llama", "default", 32000, 0, 1, 2},
-                        Case{"llama3", "gpt2", "llama-bpe", 128256, 280147, 128000, 128001},
-                        Case{"qwen3", "gpt2", "qwen2", 151669, 151387, -1, 151645}}) {
+  for (const Case& c :
+       {Case{"llama2", "llama", "default", 32000, 0, 1, 2}, Case{"llama3", "gpt2", "llama-bpe", 128256, 280147, 128000, 128001},
+        Case{"qwen3", "gpt2", "qwen2", 151669, 151387, -1, 151645}}) {
     SCOPED_TRACE(c.name);
     const json tj = mo::io::read_json(kHf + c.name + "/tokenizer.json");
     const json cfg = mo::io::read_json(kHf + c.name + "/tokenizer_config.json");
@@ -397,9 +394,8 @@ TEST(TokenizerExportRoundTrip, Stories260K) {
   // cannot be said in HF files, and llama.cpp's defaults for SPM (pre "default", BOS added, no EOS)
   // are now written out.
   EXPECT_EQ(differing_keys(rt),
-            (std::vector<std::string>{"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
-                                      "tokenizer.ggml.padding_token_id", "tokenizer.ggml.pre",
-                                      "tokenizer.ggml.seperator_token_id"}));
+            (std::vector<std::string>{"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.padding_token_id",
+                                      "tokenizer.ggml.pre", "tokenizer.ggml.seperator_token_id"}));
   EXPECT_EQ(rt.original.at("tokenizer.ggml.padding_token_id").as_int(), 0xFFFFFFFF);
   EXPECT_TRUE(rt.regenerated.at("tokenizer.ggml.add_bos_token").as_bool());
   EXPECT_FALSE(rt.regenerated.at("tokenizer.ggml.add_eos_token").as_bool());
@@ -451,8 +447,7 @@ TEST_P(TokenizerExportByteLevel, RoundTrip) {
   const auto rt = round_trip(path);
   std::vector<std::string> want;
   // llama.cpp's defaults (no BOS, no EOS for these pre types) are now written out.
-  if (!rt.original.count("tokenizer.ggml.add_bos_token"))
-    want = {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"};
+  if (!rt.original.count("tokenizer.ggml.add_bos_token")) want = {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"};
   // gpt-neox has no tokenizer.ggml.pre: llama.cpp reads that as "default", which we now write.
   if (name == "gpt-neox") want.push_back("tokenizer.ggml.pre");
   // deepseek-coder marks "<pad>", "<｜fim▁hole｜>", "<|User|>", ... USER_DEFINED; convert_hf_to_gguf.py
@@ -476,8 +471,7 @@ TEST_P(TokenizerExportByteLevel, RoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, TokenizerExportByteLevel,
-                         ::testing::Values("gpt-2", "falcon", "mpt", "starcoder", "refact", "deepseek-llm", "deepseek-coder",
-                                           "gpt-neox"),
+                         ::testing::Values("gpt-2", "falcon", "mpt", "starcoder", "refact", "deepseek-llm", "deepseek-coder", "gpt-neox"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

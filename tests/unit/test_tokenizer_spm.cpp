@@ -37,9 +37,7 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-std::unique_ptr<Tokenizer> load_gguf(const std::string& path) {
-  return mo::tok::load_tokenizer_gguf(mo::gguf::read_metadata(path));
-}
+std::unique_ptr<Tokenizer> load_gguf(const std::string& path) { return mo::tok::load_tokenizer_gguf(mo::gguf::read_metadata(path)); }
 
 std::string show(const Ids& ids) {
   std::string s;
@@ -163,8 +161,10 @@ mo::gguf::File tiny_vocab(bool add_space_prefix) {
   auto num = [](ValueType t, double x) {
     Value v;
     v.type = t;
-    if (t == ValueType::f32) v.data = x;
-    else v.data = static_cast<int64_t>(x);
+    if (t == ValueType::f32)
+      v.data = x;
+    else
+      v.data = static_cast<int64_t>(x);
     return v;
   };
   auto boolean = [](bool b) {
@@ -182,7 +182,11 @@ mo::gguf::File tiny_vocab(bool add_space_prefix) {
     types.push_back(6);
   }
   // 259 "▁", 260 "a", 261 "b", 262 "ab", 263 "▁a", 264 "▁ab"
-  for (const char* t : {"\xe2\x96\x81", "a", "b", "ab", "\xe2\x96\x81" "a", "\xe2\x96\x81" "ab"}) {
+  for (const char* t : {"\xe2\x96\x81", "a", "b", "ab",
+                        "\xe2\x96\x81"
+                        "a",
+                        "\xe2\x96\x81"
+                        "ab"}) {
     texts.push_back(t);
     types.push_back(1);
   }
@@ -190,7 +194,11 @@ mo::gguf::File tiny_vocab(bool add_space_prefix) {
   for (std::size_t i = 0; i < texts.size(); ++i) {
     tv.push_back(str(texts[i]));
     // "▁a" outscores "ab", so "▁ab" is reached as ▁a + b, not ▁ + ab.
-    const double score = texts[i] == "\xe2\x96\x81" "a" ? -1.0 : (texts[i] == "ab" ? -2.0 : -3.0);
+    const double score = texts[i] ==
+                                 "\xe2\x96\x81"
+                                 "a"
+                             ? -1.0
+                             : (texts[i] == "ab" ? -2.0 : -3.0);
     sv.push_back(num(ValueType::f32, score));
     yv.push_back(num(ValueType::i32, types[i]));
   }
@@ -347,7 +355,8 @@ TEST(TokenizerSpmJson, IdsThatAreNotSmallIntegersAreErrorsNamingTheField) {
       {R"("model": {"type": "BPE", "byte_fallback": true, "vocab": {"<unk>": 0, "a": 1e99}, "merges": []}})", "model.vocab.a"},
       {R"("model": {"type": "BPE", "byte_fallback": true, "vocab": {"<unk>": 0, "a": 2147483647}, "merges": []}})", "model.vocab.a"},
       {R"("model": {"type": "BPE", "byte_fallback": true, "vocab": {"<unk>": 0, "a": 1}, "merges": []},
-          "added_tokens": [{"id": -3, "content": "<s>"}]})", "added_tokens[0].id"},
+          "added_tokens": [{"id": -3, "content": "<s>"}]})",
+       "added_tokens[0].id"},
   };
   for (const auto& [body, field] : cases) {
     TempDir dir;

@@ -19,8 +19,8 @@ struct RegressionLimit {
 std::vector<RegressionLimit> parse_max_regression(const std::string& text);
 
 struct CompareResult {
-  std::string table;        // one row per level and metric
-  bool regression = false;  // some limit was crossed
+  std::string table;               // one row per level and metric
+  bool regression = false;         // some limit was crossed
   std::vector<std::string> notes;  // levels present in only one file
 };
 

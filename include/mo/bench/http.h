@@ -29,11 +29,11 @@ struct HttpRequest {
 };
 
 struct HttpResult {
-  bool ok = false;      // a complete response was received (any status)
-  std::string error;    // why not: "connection refused", "timeout after 5.0 s", ...
+  bool ok = false;    // a complete response was received (any status)
+  std::string error;  // why not: "connection refused", "timeout after 5.0 s", ...
   int status = 0;
   std::string content_type;
-  std::string body;     // the whole decoded body unless on_body consumed it
+  std::string body;  // the whole decoded body unless on_body consumed it
 };
 
 // Called with each decoded piece of the body as it arrives; return false to abort the request.
@@ -41,7 +41,6 @@ using BodySink = std::function<bool(std::string_view piece)>;
 
 // Sends `req` to `url`'s host. With `on_body`, the body goes to it instead of HttpResult::body.
 // `cancel`, when set to true by another thread, ends the request within ~50 ms (error "cancelled").
-HttpResult http_send(const Url& url, const HttpRequest& req, const BodySink& on_body = nullptr,
-                     const std::atomic<bool>* cancel = nullptr);
+HttpResult http_send(const Url& url, const HttpRequest& req, const BodySink& on_body = nullptr, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace mo::bench

@@ -10,16 +10,16 @@ namespace mo::bench {
 
 struct RequestSample {
   bool ok = false;
-  std::string error;                 // failure reason when !ok
-  double start_s = 0;                // send time, seconds after the level started
-  double ttft_ms = -1;               // to the first chunk with text; -1 when not streamed
+  std::string error;    // failure reason when !ok
+  double start_s = 0;   // send time, seconds after the level started
+  double ttft_ms = -1;  // to the first chunk with text; -1 when not streamed
   double e2e_ms = 0;
-  double tpot_ms = -1;               // (e2e - ttft) / (output_tokens - 1); -1 when undefined
-  std::vector<double> itl_ms;        // one value per output token after the first chunk's
-  long long input_tokens = 0;        // usage.prompt_tokens (or the requested length when absent)
-  long long output_tokens = 0;       // usage.completion_tokens (or the chunk count when absent)
-  bool usage_reported = false;       // token counts came from the server's usage
-  int chunks = 0;                    // SSE chunks carrying text
+  double tpot_ms = -1;          // (e2e - ttft) / (output_tokens - 1); -1 when undefined
+  std::vector<double> itl_ms;   // one value per output token after the first chunk's
+  long long input_tokens = 0;   // usage.prompt_tokens (or the requested length when absent)
+  long long output_tokens = 0;  // usage.completion_tokens (or the chunk count when absent)
+  bool usage_reported = false;  // token counts came from the server's usage
+  int chunks = 0;               // SSE chunks carrying text
 };
 
 struct Stats {
@@ -40,16 +40,16 @@ struct Slo {
 Slo parse_slo(const std::string& text);
 
 struct LevelSummary {
-  double duration_s = 0;            // first send to last completion
+  double duration_s = 0;  // first send to last completion
   long long completed = 0, failed = 0, cancelled = 0;
-  double request_throughput = 0;    // completed requests/s
-  double output_throughput = 0;     // output tokens/s
+  double request_throughput = 0;      // completed requests/s
+  double output_throughput = 0;       // output tokens/s
   double total_token_throughput = 0;  // (input + output) tokens/s
-  double goodput = 0;               // requests/s meeting every SLO (= request_throughput without SLOs)
+  double goodput = 0;                 // requests/s meeting every SLO (= request_throughput without SLOs)
   long long good = 0;
   int peak_concurrency = 0;
   long long input_tokens = 0, output_tokens = 0;
-  bool usage_reported = true;       // every successful request had usage
+  bool usage_reported = true;  // every successful request had usage
   Stats ttft_ms, tpot_ms, itl_ms, e2e_ms, input_len, output_len;
   std::map<std::string, long long> failures;  // reason -> count
 };

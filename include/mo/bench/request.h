@@ -30,7 +30,7 @@ struct EndpointOptions {
 
 struct PromptSpec {
   std::string text;
-  long long input_tokens = 0;   // intended length; reported when the server sends no usage
+  long long input_tokens = 0;  // intended length; reported when the server sends no usage
   long long max_tokens = 0;
 };
 
@@ -65,7 +65,6 @@ class StreamAccounting {
 std::vector<long long> apportion_tokens(const std::vector<std::size_t>& text_bytes, long long n_tokens);
 
 // Sends one request and measures it; never throws for server-side problems (they become sample.error).
-RequestSample run_request(const EndpointOptions& ep, const PromptSpec& p, Clock::time_point level_start,
-                          const std::atomic<bool>* cancel);
+RequestSample run_request(const EndpointOptions& ep, const PromptSpec& p, Clock::time_point level_start, const std::atomic<bool>* cancel);
 
 }  // namespace mo::bench

@@ -16,13 +16,13 @@ namespace mo::bench {
 
 struct RunOptions {
   EndpointOptions ep;
-  std::vector<int> levels;        // concurrency per level
-  double request_rate = 0;        // 0: closed loop
+  std::vector<int> levels;  // concurrency per level
+  double request_rate = 0;  // 0: closed loop
   std::string arrival = "poisson";
-  long long warmup = 1;           // requests per level before measuring
+  long long warmup = 1;  // requests per level before measuring
   WorkloadSpec workload;
   Slo slo;
-  bool progress = true;           // live line on stderr
+  bool progress = true;  // live line on stderr
 };
 
 struct LevelResult {

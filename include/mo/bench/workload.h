@@ -21,15 +21,15 @@ namespace mo::bench {
 struct LengthDist {
   std::string kind = "fixed";  // fixed | uniform | normal
   long long mean = 0;
-  double spread = 0;           // uniform: +-spread*mean; normal: sd = spread*mean
+  double spread = 0;                             // uniform: +-spread*mean; normal: sd = spread*mean
   long long sample(std::mt19937_64& rng) const;  // always >= 1
 };
 
 struct PromptCalibration {
   double tokens_per_word = 1.0;
-  double overhead_tokens = 0;   // template / BOS tokens the server adds to every prompt
+  double overhead_tokens = 0;  // template / BOS tokens the server adds to every prompt
   bool measured = false;
-  std::string note;             // how it was obtained, for the results file
+  std::string note;  // how it was obtained, for the results file
   long long words_for(long long tokens) const;
 };
 
@@ -46,7 +46,7 @@ std::vector<std::string> load_dataset_prompts(const std::string& path);
 
 struct WorkloadSpec {
   LengthDist input, output;
-  std::string dataset;          // empty: synthetic
+  std::string dataset;  // empty: synthetic
   long long num_prompts = 0;
   std::uint64_t seed = 0;
 };

@@ -19,14 +19,14 @@ struct BudgetRequest {
   std::string gpu_label;                 // for the table
   double gpu_memory_bytes = 0;           // per GPU
   double gpu_memory_utilization = 0.90;
-  std::int64_t max_model_len = 0;        // resolved: > 0
+  std::int64_t max_model_len = 0;  // resolved: > 0
   std::int64_t max_num_seqs = 1;
   std::int64_t max_num_batched_tokens = 2048;
   std::int64_t tensor_parallel_size = 1;
 };
 
 struct BudgetResult {
-  std::string weight_format;             // resolved name ("stored" replaced by the real one)
+  std::string weight_format;  // resolved name ("stored" replaced by the real one)
   std::uint64_t n_params = 0;
   double weight_bits_per_weight = 0;
   double weights_bytes_total = 0;        // whole model
@@ -34,21 +34,21 @@ struct BudgetResult {
   std::uint64_t kv_bytes_per_token = 0;  // per GPU
   std::int64_t kv_heads_per_gpu = 0;
   double kv_element_bytes = 0;
-  double kv_reserved_bytes = 0;          // max_num_seqs x max_model_len x kv_bytes_per_token
+  double kv_reserved_bytes = 0;  // max_num_seqs x max_model_len x kv_bytes_per_token
   double activation_bytes = 0;
   double activation_bytes_per_token = 0;
   double logits_bytes = 0;
   double overhead_bytes = 0;
   double total_bytes = 0;
-  double budget_bytes = 0;               // gpu memory x utilization
-  double headroom_bytes = 0;             // budget - total; negative = short
-  double kv_pool_bytes = 0;              // what a server gives the KV cache: budget - weights - activations - overhead
-  std::int64_t kv_capacity_tokens = 0;   // tokens that fit in the pool
-  std::int64_t concurrent_seqs = 0;      // sequences of max_model_len that fit at once
-  std::int64_t max_model_len_fit = 0;    // largest max_model_len for max_num_seqs (multiple of 16)
-  bool fits = false;                     // total <= budget
+  double budget_bytes = 0;                                    // gpu memory x utilization
+  double headroom_bytes = 0;                                  // budget - total; negative = short
+  double kv_pool_bytes = 0;                                   // what a server gives the KV cache: budget - weights - activations - overhead
+  std::int64_t kv_capacity_tokens = 0;                        // tokens that fit in the pool
+  std::int64_t concurrent_seqs = 0;                           // sequences of max_model_len that fit at once
+  std::int64_t max_model_len_fit = 0;                         // largest max_model_len for max_num_seqs (multiple of 16)
+  bool fits = false;                                          // total <= budget
   std::map<std::string, std::uint64_t> weight_bytes_by_type;  // whole model, per storage type
-  std::vector<std::string> notes;        // format fallbacks
+  std::vector<std::string> notes;                             // format fallbacks
 };
 
 // Runtime overhead per GPU: CUDA context and cuBLAS workspaces (~0.5 GiB), CUDA graphs and allocator

@@ -6,9 +6,9 @@
 namespace mo::budget {
 
 struct GpuPreset {
-  std::string name;            // as typed: "rtx4090"
-  std::string label;           // "NVIDIA GeForce RTX 4090"
-  double memory_mib;           // total memory as the CUDA driver reports it
+  std::string name;   // as typed: "rtx4090"
+  std::string label;  // "NVIDIA GeForce RTX 4090"
+  double memory_mib;  // total memory as the CUDA driver reports it
 };
 const std::vector<GpuPreset>& gpu_presets();
 const GpuPreset* find_gpu_preset(const std::string& name);

@@ -24,7 +24,6 @@ struct Field {
   bool positional = false;           // also accepted as a bare argument, in declaration order
   bool verbatim = false;             // free text (a prompt): kept as given, not trimmed
 
-
   Field& range(std::optional<double> lo, std::optional<double> hi);
   Field& one_of(std::vector<std::string> allowed);
   Field& alias(std::string name);

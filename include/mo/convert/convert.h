@@ -13,17 +13,17 @@
 namespace mo::convert {
 
 struct ConvertOptions {
-  std::string output_format = "auto";   // auto | hf | gguf
-  std::string dtype = "auto";           // auto | f32 | f16 | bf16
-  bool force = false;                   // replace an earlier output of ours
+  std::string output_format = "auto";  // auto | hf | gguf
+  std::string dtype = "auto";          // auto | f32 | f16 | bf16
+  bool force = false;                  // replace an earlier output of ours
   std::uint64_t max_shard_bytes = 5'000'000'000ull;
 };
 
 struct ConvertReport {
   std::string input, output, output_format;
   std::uint64_t tensors = 0;
-  std::uint64_t bytes_written = 0;      // tensor data
-  std::vector<std::string> notes;       // dequantized tensors, dropped tensors, fallbacks
+  std::uint64_t bytes_written = 0;  // tensor data
+  std::vector<std::string> notes;   // dequantized tensors, dropped tensors, fallbacks
   double seconds = 0;
 };
 

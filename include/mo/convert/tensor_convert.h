@@ -7,7 +7,6 @@
 
 namespace mo::convert {
 
-
 std::size_t float_type_size(std::uint32_t type);
 const char* torch_dtype_name(std::uint32_t type);  // "float32", "float16", "bfloat16"
 // "f32" | "f16" | "bf16" -> ggml type id

@@ -15,8 +15,8 @@ inline constexpr int kCudaPluginAbi = 1;  // bumped whenever CudaPluginApi chang
 
 struct CudaPluginApi {
   int abi;
-  int (*device_count)();           // 0 without a driver or a GPU (never throws)
-  std::string (*device_summary)();  // names and memory of the visible devices
+  int (*device_count)();                                          // 0 without a driver or a GPU (never throws)
+  std::string (*device_summary)();                                // names and memory of the visible devices
   std::unique_ptr<engine::Backend> (*make_backend)(int ordinal);  // throws UsageError for a missing GPU
 };
 

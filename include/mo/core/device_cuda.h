@@ -5,7 +5,7 @@
 
 namespace mo::cuda {
 
-int device_count();          // 0 when the driver or a GPU is missing (never throws)
+int device_count();            // 0 when the driver or a GPU is missing (never throws)
 std::string device_summary();  // names and memory of the visible devices
 
 }  // namespace mo::cuda

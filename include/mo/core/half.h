@@ -34,7 +34,7 @@ inline std::uint16_t f32_to_f16(float f) {
   const std::uint32_t sign = (x >> 16) & 0x8000;
   const std::uint32_t abs = x & 0x7fffffff;
   if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00 | ((abs >> 13) & 0x3ff));  // NaN
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00);                          // overflow -> inf
+  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00);                         // overflow -> inf
   if (abs < 0x38800000u) {
     // Result is subnormal (or zero): shift the implicit-one mantissa into place, round to nearest even.
     if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign);

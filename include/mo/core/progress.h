@@ -13,7 +13,7 @@ class Progress {
   Progress(std::string what, std::int64_t total, std::string unit);
   // `done` items finished; `detail` is appended (e.g. the current layer's decision summary).
   void update(std::int64_t done, const std::string& detail = "");
-  void clear();   // erases the progress line so a log line can be printed in its place
+  void clear();  // erases the progress line so a log line can be printed in its place
   void finish();
   double elapsed_seconds() const;
 

@@ -15,11 +15,11 @@
 namespace mo::diagnose {
 
 struct DiagnoseOptions {
-  std::string original;            // HF directory or .gguf
-  std::string quantized;           // HF directory (AWQ/GPTQ/INT8/FP8 quantization_config) or .gguf
-  std::string data = "general";    // JSON/JSONL/text file or a built-in calibration set
-  std::string data_field = "auto"; // where a record's text is (calibration_field of quantize)
-  double threshold = 0.98;         // local cosine under which a linear / layer is flagged
+  std::string original;             // HF directory or .gguf
+  std::string quantized;            // HF directory (AWQ/GPTQ/INT8/FP8 quantization_config) or .gguf
+  std::string data = "general";     // JSON/JSONL/text file or a built-in calibration set
+  std::string data_field = "auto";  // where a record's text is (calibration_field of quantize)
+  double threshold = 0.98;          // local cosine under which a linear / layer is flagged
   std::int64_t num_samples = 32;
   std::int64_t max_seq_len = 256;  // tokens per sample
   std::uint64_t seed = 0;
@@ -27,16 +27,16 @@ struct DiagnoseOptions {
 
 struct LinearDiag {
   int layer = 0;
-  std::string name;                // "q_proj" ... "down_proj"
-  std::string module;              // "model.layers.3.self_attn.q_proj" (what skip_layers matches)
-  std::int64_t params = 0;         // rows * cols
-  std::string original_type;       // stored type: "f16", "q4_1", "awq int4 g128", ...
+  std::string name;           // "q_proj" ... "down_proj"
+  std::string module;         // "model.layers.3.self_attn.q_proj" (what skip_layers matches)
+  std::int64_t params = 0;    // rows * cols
+  std::string original_type;  // stored type: "f16", "q4_1", "awq int4 g128", ...
   std::string quantized_type;
-  std::uint64_t original_bytes = 0;   // bytes on disk (weights + scales/zeros)
+  std::uint64_t original_bytes = 0;  // bytes on disk (weights + scales/zeros)
   std::uint64_t quantized_bytes = 0;
   Metrics local, cumulative;
-  quant::WeightStats weights;      // of the original weights
-  bool flagged = false;            // local cosine < threshold
+  quant::WeightStats weights;  // of the original weights
+  bool flagged = false;        // local cosine < threshold
 };
 
 struct LayerDiag {
@@ -55,9 +55,9 @@ struct OutputDiag {
 };
 
 struct AdviceItem {
-  std::string linear;              // "down_proj"
-  std::vector<int> layers;         // flagged layers of that linear, ascending
-  std::string pattern;             // "model.layers.28-31.mlp.down_proj" (one per contiguous range, ", "-joined)
+  std::string linear;       // "down_proj"
+  std::vector<int> layers;  // flagged layers of that linear, ascending
+  std::string pattern;      // "model.layers.28-31.mlp.down_proj" (one per contiguous range, ", "-joined)
   std::vector<std::string> patterns;
   double min_cosine = 1, max_cosine = 1;
   double skip_cost_mb = 0;         // keeping them in 16 bits, over the quantized size (fused partners included)
@@ -66,7 +66,7 @@ struct AdviceItem {
 };
 
 struct Advice {
-  std::vector<AdviceItem> items;   // one per linear name with flagged layers
+  std::vector<AdviceItem> items;         // one per linear name with flagged layers
   std::vector<std::string> skip_layers;  // all patterns, for `skip_layers: [...]`
   double skip_cost_mb = 0, int8_cost_mb = 0;
   std::string pattern_summary;     // where the damage sits (e.g. concentrated in the last layers)
@@ -76,7 +76,7 @@ struct Advice {
 struct DiagnoseResult {
   std::string original, quantized;
   std::string original_format, quantized_format;  // "gguf q4_1", "safetensors awq int4 g128", ...
-  std::string data;                // calibration description
+  std::string data;                               // calibration description
   std::int64_t samples = 0, tokens = 0;
   double threshold = 0.98;
   std::vector<LayerDiag> layers;

@@ -58,32 +58,32 @@ struct DeviceLinear {
   std::int64_t rows = 0;  // output features
   std::int64_t cols = 0;  // input features
   const void* weight = nullptr;
-  std::size_t row_bytes = 0;                // q8_0 / q4_k / q6_k: bytes of one row of blocks
-  const std::int32_t* qzeros = nullptr;     // awq / gptq
-  const std::uint16_t* scales = nullptr;    // awq / gptq: f16 bits [groups, rows]
-  const std::int32_t* g_idx = nullptr;      // gptq: [cols], or null
-  int bits = 4;                             // awq: 4; gptq: 4 or 8
-  std::int64_t group_size = 0;              // awq / gptq: inputs per group (cols for one group per row)
-  std::int64_t groups = 0;                  // awq / gptq: rows of qzeros and scales
-  bool zero_minus_one = false;              // gptq v1: the stored zero is the true zero - 1
-  std::size_t bytes = 0;                    // device bytes of all its buffers (for bandwidth figures)
-  const Matrix* host = nullptr;             // host: the matrix as stored
+  std::size_t row_bytes = 0;              // q8_0 / q4_k / q6_k: bytes of one row of blocks
+  const std::int32_t* qzeros = nullptr;   // awq / gptq
+  const std::uint16_t* scales = nullptr;  // awq / gptq: f16 bits [groups, rows]
+  const std::int32_t* g_idx = nullptr;    // gptq: [cols], or null
+  int bits = 4;                           // awq: 4; gptq: 4 or 8
+  std::int64_t group_size = 0;            // awq / gptq: inputs per group (cols for one group per row)
+  std::int64_t groups = 0;                // awq / gptq: rows of qzeros and scales
+  bool zero_minus_one = false;            // gptq v1: the stored zero is the true zero - 1
+  std::size_t bytes = 0;                  // device bytes of all its buffers (for bandwidth figures)
+  const Matrix* host = nullptr;           // host: the matrix as stored
 };
 
 // Paged attention over f16 KV blocks, for decode and ragged prefill alike: each query row (one token of
 // one sequence) attends to positions 0 .. row_ctx[r]-1 of its sequence (causal: its own position + 1),
 // found through the sequence's block table. GQA: query head h reads KV head h / (num_heads / num_kv_heads).
 struct AttentionArgs {
-  const float* q = nullptr;                 // [n_rows, num_heads, head_dim], RoPE applied
-  float* out = nullptr;                     // [n_rows, num_heads, head_dim]
-  const std::uint16_t* k_cache = nullptr;   // one layer, f16 bits [num_blocks, block_size, num_kv_heads, head_dim]
-  const std::uint16_t* v_cache = nullptr;   // same shape
+  const float* q = nullptr;                    // [n_rows, num_heads, head_dim], RoPE applied
+  float* out = nullptr;                        // [n_rows, num_heads, head_dim]
+  const std::uint16_t* k_cache = nullptr;      // one layer, f16 bits [num_blocks, block_size, num_kv_heads, head_dim]
+  const std::uint16_t* v_cache = nullptr;      // same shape
   const std::int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
-  const std::int32_t* row_seq = nullptr;    // [n_rows]: index of the row's sequence in block_tables
-  const std::int32_t* row_ctx = nullptr;    // [n_rows]: positions the row attends to (>= 1)
+  const std::int32_t* row_seq = nullptr;       // [n_rows]: index of the row's sequence in block_tables
+  const std::int32_t* row_ctx = nullptr;       // [n_rows]: positions the row attends to (>= 1)
   int n_rows = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 16, max_blocks_per_seq = 0;
-  int max_ctx = 0;                          // max of row_ctx (known on the host)
-  float scale = 1.0f;                       // 1 / sqrt(head_dim)
+  int max_ctx = 0;     // max of row_ctx (known on the host)
+  float scale = 1.0f;  // 1 / sqrt(head_dim)
   // Optional, for kernels that tile a sequence's query rows (prefill): the rows of sequence s are
   // seq_first_row[s] .. seq_first_row[s+1]-1, contiguous, positions increasing ([num_seqs + 1], device
   // memory); max_rows_per_seq is known on the host. Null / 0 when the caller does not provide them.
@@ -96,7 +96,7 @@ struct AttentionArgs {
 };
 
 struct DeviceMemory {
-  std::size_t free = 0, total = 0;          // of the whole device (cudaMemGetInfo; host RAM for the CPU)
+  std::size_t free = 0, total = 0;  // of the whole device (cudaMemGetInfo; host RAM for the CPU)
 };
 
 class Backend {
@@ -123,9 +123,9 @@ class Backend {
   // x: [n, heads, head_dim]; token t rotated for position pos[t] exactly as ops::rope (factors: [head_dim/2] or null).
   virtual void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads, std::int64_t head_dim, float theta,
                     float freq_scale, const float* factors, RopeStyle style) = 0;
-  virtual void silu_mul(float* gate, const float* up, std::int64_t n) = 0;                   // gate = silu(gate) * up
-  virtual void add(float* x, const float* y, std::int64_t n) = 0;                            // x += y (residual)
-  virtual void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) = 0;    // y[t] += bias, rows of d
+  virtual void silu_mul(float* gate, const float* up, std::int64_t n) = 0;                 // gate = silu(gate) * up
+  virtual void add(float* x, const float* y, std::int64_t n) = 0;                          // x += y (residual)
+  virtual void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) = 0;  // y[t] += bias, rows of d
   // Stores token t's K and V rows ([n, row] f32) as f16 (round to nearest even) at slot slots[t] of
   // one layer's caches ([num_slots, row] f16 bits, slot = block * block_size + offset).
   virtual void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots,
@@ -181,7 +181,9 @@ class DeviceBuffer {
     p_ = nullptr, bytes_ = 0;
   }
   template <class T = void>
-  T* as() const { return static_cast<T*>(p_); }
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
   std::size_t bytes() const { return bytes_; }
 
  private:

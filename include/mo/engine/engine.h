@@ -68,16 +68,16 @@ class Engine {
 
   // Per-layer access (no KV cache): one causal sequence of n tokens at positions 0..n-1 (start_pos
   // must be 0: the block attends only to itself).
-  void embed(std::span<const std::int32_t> tokens, float* hidden) const;                     // hidden: [n, hidden_size]
+  void embed(std::span<const std::int32_t> tokens, float* hidden) const;  // hidden: [n, hidden_size]
   void run_layer(int layer, float* hidden, std::int64_t n, std::int32_t start_pos, const LinearObserver* observer = nullptr);
-  void logits(const float* hidden, std::int64_t n, float* out);                              // out: [n, vocab]
+  void logits(const float* hidden, std::int64_t n, float* out);  // out: [n, vocab]
 
  private:
-  std::shared_ptr<ThreadPool> pool_owner_;     // null when the caller owns the pool; destroyed last
+  std::shared_ptr<ThreadPool> pool_owner_;  // null when the caller owns the pool; destroyed last
   ModelWeights w_;
   std::unique_ptr<Backend> host_backend_;
-  std::unique_ptr<DeviceModel> host_model_;    // reads w_ in place
-  std::unique_ptr<Backend> backend_;           // a device backend, or null
+  std::unique_ptr<DeviceModel> host_model_;  // reads w_ in place
+  std::unique_ptr<Backend> backend_;         // a device backend, or null
   std::unique_ptr<DeviceModel> device_model_;
 };
 

@@ -31,9 +31,9 @@ struct PrefixCacheStats {
 };
 
 struct AppendResult {
-  int start_pos = 0;               // position in the sequence of the first new token
-  std::vector<int> slots;          // [n_tokens] slot of each new token, in order
-  std::vector<BlockCopy> copies;   // copy-on-write: perform BEFORE writing the new tokens' K and V
+  int start_pos = 0;              // position in the sequence of the first new token
+  std::vector<int> slots;         // [n_tokens] slot of each new token, in order
+  std::vector<BlockCopy> copies;  // copy-on-write: perform BEFORE writing the new tokens' K and V
 };
 
 class KvCacheManager {

@@ -65,7 +65,7 @@ class KvStorage {
   std::unique_ptr<std::byte, FreeDeleter> data_;  // calloc'd: the OS hands out zero pages lazily
   Backend* device_ = nullptr;
   DeviceBuffer device_data_;
-  std::byte* base_ = nullptr;                      // data_ or device_data_
+  std::byte* base_ = nullptr;  // data_ or device_data_
 };
 
 extern template const float* KvStorage::k_block<float>(int, int) const;

@@ -27,15 +27,15 @@ inline constexpr int kMaxLogprobs = 20;
 
 // One request's sampling options; names and defaults as in vLLM's SamplingParams and the OpenAI API.
 struct SamplingParams {
-  double temperature = 1.0;                // [0, 2]; below 1e-5 = greedy (top_k, top_p and min_p are then ignored)
-  int top_k = 0;                           // 0 or -1 = all tokens; else keep logits >= the k-th largest (ties kept)
-  double top_p = 1.0;                      // (0, 1]; keep the most likely tokens until their mass reaches top_p
-  double min_p = 0.0;                      // [0, 1]; drop tokens with probability < min_p * the highest probability
-  double repetition_penalty = 1.0;         // > 0; tokens in prompt or output: positive logits / it, others * it
-  double presence_penalty = 0.0;           // [-2, 2]; subtracted once from each token that occurs in the output
-  double frequency_penalty = 0.0;          // [-2, 2]; subtracted once per occurrence in the output
-  std::optional<std::uint64_t> seed = {};  // unset: the engine's default seed for the sequence
-  int max_tokens = 16;                     // >= 1; output tokens at most (the engine stops there)
+  double temperature = 1.0;                       // [0, 2]; below 1e-5 = greedy (top_k, top_p and min_p are then ignored)
+  int top_k = 0;                                  // 0 or -1 = all tokens; else keep logits >= the k-th largest (ties kept)
+  double top_p = 1.0;                             // (0, 1]; keep the most likely tokens until their mass reaches top_p
+  double min_p = 0.0;                             // [0, 1]; drop tokens with probability < min_p * the highest probability
+  double repetition_penalty = 1.0;                // > 0; tokens in prompt or output: positive logits / it, others * it
+  double presence_penalty = 0.0;                  // [-2, 2]; subtracted once from each token that occurs in the output
+  double frequency_penalty = 0.0;                 // [-2, 2]; subtracted once per occurrence in the output
+  std::optional<std::uint64_t> seed = {};         // unset: the engine's default seed for the sequence
+  int max_tokens = 16;                            // >= 1; output tokens at most (the engine stops there)
   std::vector<std::int32_t> stop_token_ids = {};  // ids >= 0 that end the output, besides EOS; see is_stop_token
   std::vector<std::string> stop = {};             // non-empty strings that end the output; see StopChecker
   bool ignore_eos = false;                        // keep generating past EOS (stop_token_ids still stop)
@@ -57,8 +57,8 @@ struct SampledToken {
 
 // Step 2 alone, in place; what Sampler applies before temperature. Token ids must lie in [0, vocab);
 // they are read only when a penalty is set.
-void apply_penalties(std::span<float> logits /*[vocab]*/, const SamplingParams& params,
-                     std::span<const std::int32_t> prompt_tokens, std::span<const std::int32_t> output_tokens);
+void apply_penalties(std::span<float> logits /*[vocab]*/, const SamplingParams& params, std::span<const std::int32_t> prompt_tokens,
+                     std::span<const std::int32_t> output_tokens);
 
 // Each sequence owns one, so its tokens depend only on its seed, its logits and its own history, never on
 // what else is in the batch.

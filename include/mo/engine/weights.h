@@ -17,11 +17,11 @@ namespace mo::engine {
 // LinearKind), kept beside the CPU form so a device backend runs its fused int4/int8 kernels on them.
 // The spans point into the mapped files (or ModelWeights::owned for dummy weights).
 struct PackedIntLinear {
-  bool awq = false;                              // else GPTQ
+  bool awq = false;  // else GPTQ
   int bits = 4;
-  std::int64_t group_size = 0;                   // inputs per group (cols for one group per row)
+  std::int64_t group_size = 0;  // inputs per group (cols for one group per row)
   std::int64_t groups = 0;
-  bool zero_minus_one = false;                   // GPTQ v1
+  bool zero_minus_one = false;                                   // GPTQ v1
   std::span<const std::uint8_t> qweight, qzeros, scales, g_idx;  // int32, int32, f16, int32 (g_idx may be empty)
 };
 
@@ -54,15 +54,14 @@ struct LayerWeights {
   Matrix w_gate, w_up, w_down;             // [ffn, hidden] x2, [hidden, ffn]
 };
 
-
 struct ModelWeights {
   model::Hparams hp;
-  Matrix token_embd;                       // [vocab, hidden]
-  Matrix output;                           // [vocab, hidden]; token_embd when tied
-  std::vector<float> output_norm;          // [hidden]
+  Matrix token_embd;               // [vocab, hidden]
+  Matrix output;                   // [vocab, hidden]; token_embd when tied
+  std::vector<float> output_norm;  // [hidden]
   std::vector<LayerWeights> layers;
   RopeStyle rope_style = RopeStyle::normal;
-  std::vector<float> rope_freq_factors;    // [head_dim / 2] for llama3 scaling, else empty
+  std::vector<float> rope_freq_factors;          // [head_dim / 2] for llama3 scaling, else empty
   std::vector<std::vector<std::uint8_t>> owned;  // backing store for generated (dummy) weights
   std::uint64_t matrix_bytes() const;
 };

@@ -22,33 +22,33 @@ struct EvalSettings {
   std::int64_t limit = 0;          // items per task; 0 = all
   bool latency = true;
   LatencySettings latency_settings;
-  Device device = Device::cpu;     // where the models run (cuda: the GPU engine)
+  Device device = Device::cpu;  // where the models run (cuda: the GPU engine)
 };
 
 struct ModelInfo {
-  std::string path, name;          // name: the file or directory name
-  std::string format;              // "gguf" | "safetensors"
-  std::string weights;             // what the weights are stored as, e.g. "int4 (awq) 210 tensors, f16 62"
-  std::uint64_t disk_bytes = 0;    // files of the model on disk (weights, config, tokenizer)
+  std::string path, name;        // name: the file or directory name
+  std::string format;            // "gguf" | "safetensors"
+  std::string weights;           // what the weights are stored as, e.g. "int4 (awq) 210 tensors, f16 62"
+  std::uint64_t disk_bytes = 0;  // files of the model on disk (weights, config, tokenizer)
 };
 
 struct ModelEval {
   ModelInfo info;
   std::optional<PerplexityResult> ppl;
-  std::optional<KlResult> kl;      // candidate only, when a base is given and perplexity runs
+  std::optional<KlResult> kl;  // candidate only, when a base is given and perplexity runs
   std::vector<TaskResult> tasks;
   std::optional<LatencyResult> latency;
-  std::string device;                  // "cpu", or the GPU's description
-  std::uint64_t peak_device_bytes = 0; // GPU runs: the most device memory this model's engine held (weights, KV, scratch)
+  std::string device;                   // "cpu", or the GPU's description
+  std::uint64_t peak_device_bytes = 0;  // GPU runs: the most device memory this model's engine held (weights, KV, scratch)
 };
 
 struct EvalResult {
   EvalSettings settings;
   std::optional<ModelEval> base;
   ModelEval model;
-  std::string text_path;           // resolved perplexity text
+  std::string text_path;  // resolved perplexity text
   std::int64_t text_tokens = 0;
-  int ppl_windows_available = 0;   // windows in the whole text; more than run when ppl.max_windows cut it
+  int ppl_windows_available = 0;     // windows in the whole text; more than run when ppl.max_windows cut it
   std::uint64_t peak_rss_bytes = 0;  // the whole evaluation process, both models loaded
   double seconds = 0;
   int threads = 0;

@@ -20,9 +20,9 @@ struct LatencySettings {
 
 struct LatencyResult {
   int prompt_tokens = 0, output_tokens = 0, runs = 0;
-  double ttft_ms = 0;               // median: prompt in -> first token out (prefill + first sample)
-  double prefill_tokens_per_s = 0;  // median
-  double decode_tokens_per_s = 0;   // median, tokens after the first
+  double ttft_ms = 0;                                          // median: prompt in -> first token out (prefill + first sample)
+  double prefill_tokens_per_s = 0;                             // median
+  double decode_tokens_per_s = 0;                              // median, tokens after the first
   std::vector<double> ttft_ms_runs, decode_tokens_per_s_runs;  // every measured run, in order
 };
 

@@ -52,8 +52,8 @@ struct PplWindow {
 std::vector<PplWindow> plan_ppl_windows(PplMethod method, std::int64_t n_tokens, int n_ctx, int stride, int max_windows, bool add_bos);
 
 // Runs one window and returns its logits [len, vocab]. `kv` must hold n_ctx tokens of this engine's layout.
-std::vector<float> run_ppl_window(engine::Engine& engine, std::span<const std::int32_t> tokens, const PplWindow& w,
-                                  std::int32_t bos, engine::KvStorage& kv);
+std::vector<float> run_ppl_window(engine::Engine& engine, std::span<const std::int32_t> tokens, const PplWindow& w, std::int32_t bos,
+                                  engine::KvStorage& kv);
 
 // -log p(tok) from one row of logits, with llama.cpp's arithmetic (float max, double sum of expf).
 double token_nll(const float* logits, std::int64_t n_vocab, std::int32_t tok);

@@ -28,7 +28,7 @@ struct TaskItem {
 };
 
 struct TaskFile {
-  std::string name;   // file stem: "arc_easy"
+  std::string name;  // file stem: "arc_easy"
   std::string path;
   std::vector<TaskItem> items;
 };
@@ -40,13 +40,13 @@ TaskFile load_task_file(const std::string& path);
 struct TaskResult {
   std::string name, path;
   bool completion = false;
-  std::int64_t items = 0;       // items scored (after --limit)
-  std::int64_t total_items = 0; // items in the file
+  std::int64_t items = 0;        // items scored (after --limit)
+  std::int64_t total_items = 0;  // items in the file
   double acc = 0, acc_stderr = 0;
   std::optional<double> acc_norm, acc_norm_stderr;    // multiple choice only
   std::optional<double> acc_bytes, acc_bytes_stderr;  // multiple choice only
-  std::optional<double> mean_loglik;                // completion only: mean log-likelihood of the continuation (nats)
-  double chance = 0;            // expected acc of uniform guessing (mean of 1/choices); 0 for completion tasks
+  std::optional<double> mean_loglik;                  // completion only: mean log-likelihood of the continuation (nats)
+  double chance = 0;                                  // expected acc of uniform guessing (mean of 1/choices); 0 for completion tasks
 };
 
 // The choice each metric picks from one item's log-likelihoods (lm-evaluation-harness 0.4.13,

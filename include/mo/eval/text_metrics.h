@@ -17,16 +17,16 @@ namespace mo::eval {
 struct PplSettings {
   PplMethod method = PplMethod::llama_cpp;
   int n_ctx = 512;
-  int stride = 256;        // strided method only
-  int max_windows = 0;     // 0 = all
+  int stride = 256;     // strided method only
+  int max_windows = 0;  // 0 = all
   engine::KvDtype kv_dtype = engine::KvDtype::f16;
 };
 
 struct KlResult {
-  double mean = 0;             // mean over scored tokens of KL(base || model), nats
-  double p99 = 0;              // 99th percentile of the per-token KL
+  double mean = 0;  // mean over scored tokens of KL(base || model), nats
+  double p99 = 0;   // 99th percentile of the per-token KL
   double max = 0;
-  double top1_agreement = 0;   // fraction of scored tokens where both argmax agree
+  double top1_agreement = 0;  // fraction of scored tokens where both argmax agree
   std::int64_t tokens = 0;
 };
 

@@ -12,8 +12,8 @@ float e4m3_to_f32(std::uint8_t v);
 struct Fp8Linear {
   std::int64_t rows = 0, cols = 0;
   bool per_channel = true;
-  std::vector<std::uint8_t> q;   // [rows, cols] E4M3
-  std::vector<float> scales;     // [rows] per channel, or [1]
+  std::vector<std::uint8_t> q;            // [rows, cols] E4M3
+  std::vector<float> scales;              // [rows] per channel, or [1]
   std::vector<float> dequantize() const;  // e4m3_to_f32(q) * scale, in f32
 };
 

@@ -18,7 +18,7 @@ constexpr int K_SCALE_SIZE = 12;
 
 // w = (q - 8) * d; qs[j] holds weight j in the low nibble and weight j + 16 in the high nibble.
 struct BlockQ4_0 {
-  std::uint16_t d;           // f16 delta
+  std::uint16_t d;  // f16 delta
   std::uint8_t qs[QK4_0 / 2];
 };
 static_assert(sizeof(BlockQ4_0) == 2 + QK4_0 / 2, "wrong q4_0 block size/padding");
@@ -76,20 +76,20 @@ static_assert(sizeof(BlockQ3_K) == 2 + QK_K / 4 + QK_K / 8 + 12, "wrong q3_K blo
 
 // 8 sub-blocks of 32: w = d * sc * q - dmin * m, 6-bit sc and m. 4.5 bits per weight.
 struct BlockQ4_K {
-  std::uint16_t d;                   // f16 super-block scale for the scales
-  std::uint16_t dmin;                // f16 super-block scale for the mins
+  std::uint16_t d;                    // f16 super-block scale for the scales
+  std::uint16_t dmin;                 // f16 super-block scale for the mins
   std::uint8_t scales[K_SCALE_SIZE];  // 8 scales and 8 mins, 6 bits each
-  std::uint8_t qs[QK_K / 2];         // per 64 weights: 32 bytes, weight l low nibble, l + 32 high
+  std::uint8_t qs[QK_K / 2];          // per 64 weights: 32 bytes, weight l low nibble, l + 32 high
 };
 static_assert(sizeof(BlockQ4_K) == 2 * 2 + K_SCALE_SIZE + QK_K / 2, "wrong q4_K block size/padding");
 
 // As Q4_K with a fifth bit per weight. 5.5 bits per weight.
 struct BlockQ5_K {
-  std::uint16_t d;                   // f16 super-block scale for the scales
-  std::uint16_t dmin;                // f16 super-block scale for the mins
+  std::uint16_t d;                    // f16 super-block scale for the scales
+  std::uint16_t dmin;                 // f16 super-block scale for the mins
   std::uint8_t scales[K_SCALE_SIZE];  // as Q4_K
-  std::uint8_t qh[QK_K / 8];         // bit 2c (low nibble) / 2c+1 (high nibble) of byte l, chunk c
-  std::uint8_t qs[QK_K / 2];         // low 4 bits, laid out as Q4_K
+  std::uint8_t qh[QK_K / 8];          // bit 2c (low nibble) / 2c+1 (high nibble) of byte l, chunk c
+  std::uint8_t qs[QK_K / 2];          // low 4 bits, laid out as Q4_K
 };
 static_assert(sizeof(BlockQ5_K) == 2 * 2 + K_SCALE_SIZE + QK_K / 2 + QK_K / 8, "wrong q5_K block size/padding");
 

@@ -21,9 +21,9 @@ struct KQuantTensor {
 };
 struct KQuantModel {
   int n_layers = 0;
-  std::int64_t n_gqa = 1;       // query heads per KV head
+  std::int64_t n_gqa = 1;  // query heads per KV head
   std::int64_t n_experts = 0;
-  bool llama_arch = false;      // llama.cpp's 70B attn_v rule applies to arch "llama" only
+  bool llama_arch = false;  // llama.cpp's 70B attn_v rule applies to arch "llama" only
 };
 
 // The ggml type for `t` under GGUF file type `format` (any of gguf_file_type_names()), including the

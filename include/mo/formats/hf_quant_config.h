@@ -50,15 +50,15 @@ std::string gptq_dynamic_pattern(const std::string& module);
 // "true_sequential", "lm_head", "checkpoint_format": "gptq" | "gptq_v2", "dynamic"?: {..}}.
 // desc_act must be true when any g_idx is not i / group_size: vLLM ignores g_idx otherwise.
 struct GptqConfigOptions {
-  int bits = 4;                // 4 or 8
-  int group_size = 128;        // -1: one group per output row
+  int bits = 4;          // 4 or 8
+  int group_size = 128;  // -1: one group per output row
   double damp_percent = 0.01;
-  bool desc_act = false;       // act-order: g_idx is a permutation-derived map
+  bool desc_act = false;  // act-order: g_idx is a permutation-derived map
   bool static_groups = false;
   bool sym = true;
   bool true_sequential = true;
-  bool lm_head = false;        // lm_head quantized too (GPTQModel); AutoGPTQ never does
-  bool v2 = false;             // checkpoint_format "gptq_v2": qzeros hold the true zero (v1 holds zero-1)
+  bool lm_head = false;                  // lm_head quantized too (GPTQModel); AutoGPTQ never does
+  bool v2 = false;                       // checkpoint_format "gptq_v2": qzeros hold the true zero (v1 holds zero-1)
   std::vector<GptqDynamicRule> dynamic;  // empty: no "dynamic" key
 };
 nlohmann::json gptq_quantization_config(const GptqConfigOptions& o);
@@ -101,8 +101,8 @@ const char* quant_method_name(QuantMethod m);  // "awq", "gptq", "fp8", "compres
 // How one linear is stored.
 struct ModuleQuant {
   bool quantized = false;
-  int bits = 0;          // 4, 8 (fp8: 8)
-  int group_size = 0;    // -1: one group per row (fp8: -1 per channel, 0 per tensor)
+  int bits = 0;        // 4, 8 (fp8: 8)
+  int group_size = 0;  // -1: one group per row (fp8: -1 per channel, 0 per tensor)
   bool sym = true;
   bool desc_act = false;
 };
@@ -115,21 +115,21 @@ struct HfQuantConfig {
   int group_size = 128;
   bool sym = true;
   bool desc_act = false;
-  std::string version;            // AWQ: "gemm"
-  bool gptq_v2 = false;           // checkpoint_format "gptq_v2"
-  bool lm_head = false;           // GPTQ: lm_head is quantized
+  std::string version;   // AWQ: "gemm"
+  bool gptq_v2 = false;  // checkpoint_format "gptq_v2"
+  bool lm_head = false;  // GPTQ: lm_head is quantized
   bool fp8_per_channel = true;
   bool fp8_dynamic_activations = false;
-  std::vector<GptqDynamicRule> dynamic;              // in file order when parsed from ordered_json
-  std::vector<std::string> modules_to_not_convert;   // AWQ: skipped when the name contains one
-  std::vector<std::string> modules_to_quantize;      // GPTQ modules_in_block_to_quantize (substring); empty: all
-  std::vector<std::string> ignore;                   // compressed-tensors: exact name or "re:<regex>"
-  std::vector<std::string> targets;                  // compressed-tensors: "Linear", names or "re:<regex>"
+  std::vector<GptqDynamicRule> dynamic;             // in file order when parsed from ordered_json
+  std::vector<std::string> modules_to_not_convert;  // AWQ: skipped when the name contains one
+  std::vector<std::string> modules_to_quantize;     // GPTQ modules_in_block_to_quantize (substring); empty: all
+  std::vector<std::string> ignore;                  // compressed-tensors: exact name or "re:<regex>"
+  std::vector<std::string> targets;                 // compressed-tensors: "Linear", names or "re:<regex>"
   struct CtGroup {
     std::vector<std::string> targets;
     ModuleQuant scheme;
   };
-  std::vector<CtGroup> ct_groups;                    // pack-quantized: the first group a module matches applies
+  std::vector<CtGroup> ct_groups;  // pack-quantized: the first group a module matches applies
 
   ModuleQuant module(const std::string& name) const;
   std::string describe() const;  // "gptq 4-bit g128 sym v1", for log lines and errors

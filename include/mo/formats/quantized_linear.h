@@ -12,9 +12,9 @@ inline constexpr int kGroupPerChannel = -1;  // one scale per output channel (a 
 inline constexpr int kGroupPerTensor = 0;    // one scale for the whole tensor (FP8 per-tensor)
 
 struct QuantScheme {
-  int bits = 4;         // 4 or 8
-  int group_size = 128; // input columns per scale, or kGroupPerChannel
-  bool sym = false;     // symmetric: zero fixed at 2^(bits-1)
+  int bits = 4;          // 4 or 8
+  int group_size = 128;  // input columns per scale, or kGroupPerChannel
+  bool sym = false;      // symmetric: zero fixed at 2^(bits-1)
   bool per_channel() const { return group_size == kGroupPerChannel; }
   int groups(std::int64_t cols) const { return per_channel() ? 1 : static_cast<int>((cols + group_size - 1) / group_size); }
   int effective_group(std::int64_t cols) const { return per_channel() ? static_cast<int>(cols) : group_size; }

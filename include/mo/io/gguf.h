@@ -19,8 +19,19 @@ namespace mo::gguf {
 
 // On-disk value type ids (gguf.h `enum gguf_type`).
 enum class ValueType : uint32_t {
-  u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
-  string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
+  u8 = 0,
+  i8 = 1,
+  u16 = 2,
+  i16 = 3,
+  u32 = 4,
+  i32 = 5,
+  f32 = 6,
+  boolean = 7,
+  string = 8,
+  array = 9,
+  u64 = 10,
+  i64 = 11,
+  f64 = 12,
 };
 
 // "u8", "i32", "f32", "bool", "string", "array", ...; "type <n>" for ids outside the enum.
@@ -80,8 +91,8 @@ struct TensorInfo {
 struct File {
   std::string path;
   uint32_t version = 0;
-  uint64_t alignment = 32;   // bytes; general.alignment or the default
-  uint64_t data_offset = 0;  // bytes from the start of the file to the tensor data section
+  uint64_t alignment = 32;                              // bytes; general.alignment or the default
+  uint64_t data_offset = 0;                             // bytes from the start of the file to the tensor data section
   std::vector<std::pair<std::string, Value>> metadata;  // in file order
   std::vector<TensorInfo> tensors;                      // in file order
   // The mapped file, shared by copies of this File; null for a File assembled by hand.

@@ -36,11 +36,9 @@ class Writer {
   // (a span of a mapped gguf::File's tensor_bytes() qualifies). Throws Error naming the tensor for a
   // duplicate or empty name, an unknown type, a row length that is not a multiple of the type's
   // block size, or a data size other than the tensor's byte count.
-  void add_tensor(std::string name, std::vector<std::uint64_t> ne, std::uint32_t type,
-                  std::span<const std::uint8_t> data);
+  void add_tensor(std::string name, std::vector<std::uint64_t> ne, std::uint32_t type, std::span<const std::uint8_t> data);
   // The same, but the writer takes ownership of the bytes (for freshly quantized buffers).
-  void add_tensor(std::string name, std::vector<std::uint64_t> ne, std::uint32_t type,
-                  std::vector<std::uint8_t>&& data);
+  void add_tensor(std::string name, std::vector<std::uint64_t> ne, std::uint32_t type, std::vector<std::uint8_t>&& data);
   std::size_t tensor_count() const { return tensors_.size(); }
 
   // Writes the file to "<path>.tmp-<pid>" and renames it to <path>, so a reader never sees a partial
@@ -60,8 +58,7 @@ class Writer {
   };
 
   std::uint64_t alignment() const;
-  void check_tensor(const std::string& name, const std::vector<std::uint64_t>& ne, std::uint32_t type,
-                    std::size_t n_bytes) const;
+  void check_tensor(const std::string& name, const std::vector<std::uint64_t>& ne, std::uint32_t type, std::size_t n_bytes) const;
   // Header, metadata, tensor infos and the padding after them: everything before the tensor data.
   std::vector<std::uint8_t> header_bytes() const;
 

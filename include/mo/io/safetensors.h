@@ -21,9 +21,9 @@ namespace mo::st {
 // F8_*FNUZ and C64, which we reject as unsupported.
 enum class Dtype { F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, BOOL, U64, U32, U16 };
 
-const char* dtype_name(Dtype dtype);  // "F32", "BF16", "F8_E4M3", ...
+const char* dtype_name(Dtype dtype);                          // "F32", "BF16", "F8_E4M3", ...
 std::optional<Dtype> dtype_from_name(std::string_view name);  // exact, case-sensitive spelling
-std::size_t dtype_size(Dtype dtype);  // bytes per element
+std::size_t dtype_size(Dtype dtype);                          // bytes per element
 
 // One tensor of a mapped file; `data` points into the mapping and stays valid while the File lives.
 struct TensorView {
@@ -52,7 +52,7 @@ class File {
   const TensorView* find(std::string_view name) const;                 // nullptr when absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& path() const { return mapped_.path(); }
-  std::size_t data_offset() const { return data_offset_; }  // bytes: 8 + header length
+  std::size_t data_offset() const { return data_offset_; }                                  // bytes: 8 + header length
   std::span<const std::uint8_t> bytes() const { return {mapped_.data(), mapped_.size()}; }  // the whole file
 
  private:
@@ -99,15 +99,14 @@ struct TensorData {
 // to a multiple of 8 bytes. (The reference writes metadata keys in hash order; we sort them.) The
 // bytes go to `<path>.tmp-<pid>`, renamed to `path` when complete. Throws Error naming the tensor
 // for inconsistent input and UsageError when the file cannot be created.
-void write_file(const std::string& path, const std::vector<TensorData>& tensors,
-                const std::map<std::string, std::string>& metadata = {});
+void write_file(const std::string& path, const std::vector<TensorData>& tensors, const std::map<std::string, std::string>& metadata = {});
 
 // Writes `tensors` into the existing directory `dir`: `model.safetensors` when they fit in one
 // shard of at most `max_shard_bytes` (bytes of tensor data), else `model-00001-of-0000N.safetensors`
 // ... plus `model.safetensors.index.json`, split the way huggingface_hub does it (in input order; a
 // tensor that would overflow the current shard starts a new one; a tensor larger than the limit
-// gets a shard of its own at once, numbered ahead of the shard still being filled). `metadata` goes into every shard. The other layout's entry file
-// (a stale index, or a stale model.safetensors that Model::open would prefer) is removed.
+// gets a shard of its own at once, numbered ahead of the shard still being filled). `metadata` goes into every shard. The other layout's
+// entry file (a stale index, or a stale model.safetensors that Model::open would prefer) is removed.
 void write_sharded(const std::string& dir, const std::vector<TensorData>& tensors, std::size_t max_shard_bytes,
                    const std::map<std::string, std::string>& metadata = {});
 

@@ -24,13 +24,13 @@ class Model;
 namespace mo::model {
 
 struct StoredTensor {
-  std::string name;                          // GGUF-style name ("blk.0.attn_q.weight"); the file's own name when it has no twin
-  std::string file_name;                     // as named in the file
-  std::vector<std::uint64_t> ne;             // GGUF order: ne[0] is the row length
-  std::string dtype;                         // "f32", "f16", "bf16", GGUF block types ("q4_K"), or safetensors names ("I32")
-  std::optional<std::uint32_t> ggml_type;    // when the bytes are in a ggml type (floats included)
+  std::string name;                        // GGUF-style name ("blk.0.attn_q.weight"); the file's own name when it has no twin
+  std::string file_name;                   // as named in the file
+  std::vector<std::uint64_t> ne;           // GGUF order: ne[0] is the row length
+  std::string dtype;                       // "f32", "f16", "bf16", GGUF block types ("q4_K"), or safetensors names ("I32")
+  std::optional<std::uint32_t> ggml_type;  // when the bytes are in a ggml type (floats included)
   std::span<const std::uint8_t> bytes;
-  bool hf_qk_order = false;                  // Q/K rows in HF's rotate-half order (llama-family safetensors)
+  bool hf_qk_order = false;  // Q/K rows in HF's rotate-half order (llama-family safetensors)
   std::uint64_t n_elements() const;
 };
 
@@ -47,7 +47,7 @@ class ModelFiles {
   const StoredTensor* find(std::string_view name) const;
   std::uint64_t total_bytes() const;
 
-  const gguf::File* gguf() const { return gguf_.get(); }        // null for HF directories
+  const gguf::File* gguf() const { return gguf_.get(); }          // null for HF directories
   const nlohmann::json& hf_config() const { return hf_config_; }  // null for GGUF
   // Where the tokenizer lives: tokenizer.json of the directory, or the GGUF file; empty when none.
   const std::string& tokenizer_path() const { return tokenizer_path_; }

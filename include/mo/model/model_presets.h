@@ -9,9 +9,9 @@
 namespace mo::model {
 
 struct ModelPreset {
-  std::string name;            // as typed: "llama-2-7b"
-  std::string hf_id;           // where the numbers come from
-  double published_params_b;   // parameter count the model card states, billions
+  std::string name;           // as typed: "llama-2-7b"
+  std::string hf_id;          // where the numbers come from
+  double published_params_b;  // parameter count the model card states, billions
   Hparams hp;
 };
 const std::vector<ModelPreset>& model_presets();

@@ -12,15 +12,15 @@ namespace mo::model {
 // RoPE frequency scaling (HF rope_scaling): none, linear (positions divided by factor) or llama3
 // (per-frequency interpolation between low_freq_factor and high_freq_factor wavelengths).
 struct RopeScaling {
-  std::string type = "none";                        // none | linear | llama3
+  std::string type = "none";  // none | linear | llama3
   double factor = 1.0;
-  double low_freq_factor = 1.0;                     // llama3
-  double high_freq_factor = 4.0;                    // llama3
+  double low_freq_factor = 1.0;                       // llama3
+  double high_freq_factor = 4.0;                      // llama3
   std::int64_t original_max_position_embeddings = 0;  // llama3
 };
 
 struct Hparams {
-  std::string arch = "llama";          // llama | mistral | qwen2 | mixtral
+  std::string arch = "llama";  // llama | mistral | qwen2 | mixtral
   std::int64_t vocab_size = 0;
   std::int64_t hidden_size = 0;
   std::int64_t intermediate_size = 0;  // per expert for MoE
@@ -28,15 +28,15 @@ struct Hparams {
   std::int64_t num_heads = 0;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
-  std::int64_t context_length = 0;     // max_position_embeddings
-  std::int64_t num_experts = 0;        // 0 = dense
-  std::int64_t num_experts_used = 0;   // experts each token goes through
+  std::int64_t context_length = 0;    // max_position_embeddings
+  std::int64_t num_experts = 0;       // 0 = dense
+  std::int64_t num_experts_used = 0;  // experts each token goes through
   bool tied_embeddings = false;
-  bool qkv_bias = false;               // Qwen2
+  bool qkv_bias = false;  // Qwen2
   double rms_norm_eps = 1e-5;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
-  std::int64_t bos_token_id = -1;      // -1 = none
+  std::int64_t bos_token_id = -1;  // -1 = none
   std::vector<std::int64_t> eos_token_ids;
 };
 
@@ -50,20 +50,20 @@ const char* role_name(Role r);
 bool is_quantizable_linear(Role r);
 
 struct WeightTensor {
-  std::string name;                    // GGUF-style name, e.g. "blk.3.attn_v.weight"
+  std::string name;  // GGUF-style name, e.g. "blk.3.attn_v.weight"
   Role role = Role::other;
-  int layer = -1;                      // decoder layer, -1 outside the layers
-  std::uint64_t rows = 0;              // output features (all experts together for MoE)
-  std::uint64_t cols = 0;              // input features: the row length, GGUF ne[0]
+  int layer = -1;                          // decoder layer, -1 outside the layers
+  std::uint64_t rows = 0;                  // output features (all experts together for MoE)
+  std::uint64_t cols = 0;                  // input features: the row length, GGUF ne[0]
   std::optional<std::uint32_t> ggml_type;  // the stored type when read from a GGUF file
   std::uint64_t n_elements() const { return rows * cols; }
 };
 
 struct ModelShape {
-  std::string name;                    // preset name, directory name or file name
+  std::string name;  // preset name, directory name or file name
   Hparams hp;
   std::vector<WeightTensor> tensors;
-  std::string stored_format = "fp16";  // weight format as found: fp32, fp16, bf16, awq-int4, gguf, ...
+  std::string stored_format = "fp16";    // weight format as found: fp32, fp16, bf16, awq-int4, gguf, ...
   std::int64_t stored_group_size = 128;  // for awq/gptq checkpoints
   std::uint64_t n_params() const;
 };

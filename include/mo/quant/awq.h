@@ -13,21 +13,21 @@
 namespace mo::quant {
 
 struct AwqOptions {
-  int grid = 20;                   // ratios 0, 1/grid, ..., (grid-1)/grid
-  bool duo_scaling = true;         // s = mean|x|^r / mean|w|^(1-r) (AutoAWQ's default)
+  int grid = 20;                      // ratios 0, 1/grid, ..., (grid-1)/grid
+  bool duo_scaling = true;            // s = mean|x|^r / mean|w|^(1-r) (AutoAWQ's default)
   std::int64_t search_tokens = 4096;  // tokens of LayerInputs used by the scale search (evenly spaced)
   std::int64_t clip_tokens = 512;     // tokens used by the clip search (AutoAWQ's n_sample_token)
-  double max_shrink = 0.5;         // clip search: max|w| * (1 - i/grid), i < max_shrink * grid
+  double max_shrink = 0.5;            // clip search: max|w| * (1 - i/grid), i < max_shrink * grid
   bool clip = true;
 };
 
 // What the search chose for one scaling group, for the decision log.
 struct AwqGroupReport {
-  std::string name;       // "input_layernorm->q,k,v", "v->o", "post_attention_layernorm->gate,up", "up->down"
-  bool applied = false;   // false: skipped (v->o when v's rows differ from o's cols under GQA)
-  double ratio = 0;       // best grid ratio
-  double error_best = 0;  // output MSE with the chosen scales
-  double error_plain = 0; // output MSE of plain RTN (all scales 1)
+  std::string name;        // "input_layernorm->q,k,v", "v->o", "post_attention_layernorm->gate,up", "up->down"
+  bool applied = false;    // false: skipped (v->o when v's rows differ from o's cols under GQA)
+  double ratio = 0;        // best grid ratio
+  double error_best = 0;   // output MSE with the chosen scales
+  double error_plain = 0;  // output MSE of plain RTN (all scales 1)
 };
 
 struct AwqLayerReport {

@@ -19,8 +19,7 @@ namespace mo::quant {
 // Types: F32, F16, BF16 (rounded to nearest even), Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K,
 // Q5_K, Q6_K. Throws mo::Error for any other type, a negative `n` or one not a multiple of the block
 // size.
-void gguf_quantize_row(std::uint32_t type, const float* src, void* dst, std::int64_t n,
-                       const float* importance = nullptr);
+void gguf_quantize_row(std::uint32_t type, const float* src, void* dst, std::int64_t n, const float* importance = nullptr);
 
 // True for the types gguf_quantize_row accepts.
 bool gguf_can_quantize(std::uint32_t type);

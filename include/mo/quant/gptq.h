@@ -31,9 +31,9 @@ struct GptqOptions {
 
 struct GptqResult {
   formats::QuantizedLinear q;
-  double loss = 0;         // sum of (w - q)^2 / U_ii^2 over the sweep, AutoGPTQ's "error"
-  int dead_columns = 0;    // inputs never active in the calibration data (H_ii == 0): weights zeroed
-  double damp_used = 0;    // the dampening that made H positive definite (raised x10 when Cholesky fails)
+  double loss = 0;       // sum of (w - q)^2 / U_ii^2 over the sweep, AutoGPTQ's "error"
+  int dead_columns = 0;  // inputs never active in the calibration data (H_ii == 0): weights zeroed
+  double damp_used = 0;  // the dampening that made H positive definite (raised x10 when Cholesky fails)
 };
 
 // w: [rows, cols] row-major f32; hessian.dim() == cols. Throws Error when H cannot be made positive

@@ -14,9 +14,9 @@ enum class OutputLayout { awq_gemm, gptq, fp8, ct_packed };
 
 struct LinearPlan {
   enum Kind { integer, fp8, f16 } kind = f16;
-  formats::QuantScheme scheme;     // for integer
-  std::string reason;     // empty when the request was taken as is
-  std::string label() const;  // "int4 g64", "int8 per-channel", "fp8 per-channel", "f16"
+  formats::QuantScheme scheme;  // for integer
+  std::string reason;           // empty when the request was taken as is
+  std::string label() const;    // "int4 g64", "int8 per-channel", "fp8 per-channel", "f16"
 };
 
 // The requested scheme for a [rows, cols] linear, or its fallback: a smaller group that divides cols,

@@ -31,31 +31,31 @@ enum class ImatrixSource {
 };
 
 struct QuantizeOptions {
-  std::string model_path;                        // HF model directory or .gguf file to quantize
-  std::string output_path;                       // new directory (or .gguf file); never an existing path
+  std::string model_path;   // HF model directory or .gguf file to quantize
+  std::string output_path;  // new directory (or .gguf file); never an existing path
   Method method = Method::awq;
-  int bits = 4;                                  // 4 or 8
-  int group_size = 128;                          // weights per scale, or formats::kGroupPerChannel
-  bool sym = true;                               // rtn/gptq: symmetric; awq is always asymmetric
+  int bits = 4;          // 4 or 8
+  int group_size = 128;  // weights per scale, or formats::kGroupPerChannel
+  bool sym = true;       // rtn/gptq: symmetric; awq is always asymmetric
   Fp8Scale fp8_scale = Fp8Scale::per_channel;
   CheckpointFormat checkpoint_format = CheckpointFormat::automatic;
-  std::string calibration_data = "general";      // JSON/JSONL/text file or a built-in set name
+  std::string calibration_data = "general";  // JSON/JSONL/text file or a built-in set name
   std::int64_t num_samples = 128;
   std::int64_t max_seq_len = 512;
-  std::string calibration_field = "auto";        // auto | text | messages | prompt+completion | another key
-  bool calibration_pack = true;                  // concatenate records into full-length samples
+  std::string calibration_field = "auto";  // auto | text | messages | prompt+completion | another key
+  bool calibration_pack = true;            // concatenate records into full-length samples
   std::uint64_t seed = 0;
-  bool sensitivity_check = true;                 // compare each linear's output with the original
-  double sensitivity_threshold = 0.98;           // output cosine below this falls back to fallback_bits
-  std::vector<std::string> skip_layers;          // names, globs or layer ranges kept unquantized
-  int fallback_bits = 8;                         // 8, or 16 (unquantized)
-  double damp_percent = 0.01;                    // GPTQ Hessian dampening
-  bool desc_act = true;                          // GPTQ act-order
-  bool dummy_weights = false;                    // random weights of a preset's shape (speed/memory runs)
+  bool sensitivity_check = true;         // compare each linear's output with the original
+  double sensitivity_threshold = 0.98;   // output cosine below this falls back to fallback_bits
+  std::vector<std::string> skip_layers;  // names, globs or layer ranges kept unquantized
+  int fallback_bits = 8;                 // 8, or 16 (unquantized)
+  double damp_percent = 0.01;            // GPTQ Hessian dampening
+  bool desc_act = true;                  // GPTQ act-order
+  bool dummy_weights = false;            // random weights of a preset's shape (speed/memory runs)
   std::uint64_t max_shard_bytes = 2'000'000'000ull;
-  std::string gguf_type = "q4_k_m";              // GGUF file type (method gguf)
+  std::string gguf_type = "q4_k_m";  // GGUF file type (method gguf)
   ImatrixSource imatrix = ImatrixSource::automatic;
-  std::string imatrix_file;                      // imatrix == file
+  std::string imatrix_file;  // imatrix == file
 };
 
 }  // namespace mo::quant

@@ -14,9 +14,9 @@ struct WeightStats {
 WeightStats weight_stats(const float* w, std::int64_t n);
 
 struct OutputError {
-  double cosine = 1;      // cosine similarity of the flattened outputs
-  double rel_l2 = 0;      // ||y - yq|| / ||y||
-  double max_abs = 0;     // max |y - yq|
+  double cosine = 1;   // cosine similarity of the flattened outputs
+  double rel_l2 = 0;   // ||y - yq|| / ||y||
+  double max_abs = 0;  // max |y - yq|
 };
 // y = x·Wᵀ vs yq = x·Wqᵀ for x [n, cols], W and Wq [rows, cols].
 OutputError output_error(const float* x, std::int64_t n, const float* w, const float* wq, std::int64_t rows, std::int64_t cols);

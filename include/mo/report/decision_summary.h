@@ -17,11 +17,11 @@ struct DecisionRow {
 struct DecisionSummary {
   std::string path;
   std::int64_t modules = 0;
-  std::map<std::string, std::int64_t> by_format;            // format -> modules written in it
-  std::map<std::string, std::uint64_t> bytes_by_format;     // format -> stored bytes
-  std::vector<DecisionRow> changed;                         // modules whose format differs from the request
-  std::vector<DecisionRow> lowest_cosine;                   // the 5 lowest output cosines, lowest first
-  double mean_cosine = -1;                                  // over modules with a cosine; -1 when none
+  std::map<std::string, std::int64_t> by_format;         // format -> modules written in it
+  std::map<std::string, std::uint64_t> bytes_by_format;  // format -> stored bytes
+  std::vector<DecisionRow> changed;                      // modules whose format differs from the request
+  std::vector<DecisionRow> lowest_cosine;                // the 5 lowest output cosines, lowest first
+  double mean_cosine = -1;                               // over modules with a cosine; -1 when none
 };
 
 // Throws UsageError "<path>:<line>: ..." for a line that is not a JSON object with a "module" string.

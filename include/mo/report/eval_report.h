@@ -14,11 +14,11 @@
 namespace mo::report {
 
 struct ReportContext {
-  std::string title;                          // heading; empty = "Evaluation of <model>"
-  std::string method;                         // what was done to the model, e.g. "AWQ INT4 g128"; starts the verdict
-  std::string command;                        // the command line that produced the report
-  std::optional<DecisionSummary> decisions;   // per-layer summary, when the model came from `quantize`
-  std::vector<std::string> notes;             // shown under the verdict (e.g. "tasks limited to 200 items")
+  std::string title;                         // heading; empty = "Evaluation of <model>"
+  std::string method;                        // what was done to the model, e.g. "AWQ INT4 g128"; starts the verdict
+  std::string command;                       // the command line that produced the report
+  std::optional<DecisionSummary> decisions;  // per-layer summary, when the model came from `quantize`
+  std::vector<std::string> notes;            // shown under the verdict (e.g. "tasks limited to 200 items")
 };
 
 // "AWQ INT4 g128: 3.6x smaller, perplexity +2.1%, arc_easy -0.8 points; decode 2.4x faster"

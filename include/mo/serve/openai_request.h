@@ -18,7 +18,11 @@ class ApiError : public std::runtime_error {
  public:
   ApiError(int http_status, const std::string& message, std::string param_name = {}, std::string error_type = "invalid_request_error",
            std::string error_code = {})
-      : std::runtime_error(message), status(http_status), param(std::move(param_name)), type(std::move(error_type)), code(std::move(error_code)) {}
+      : std::runtime_error(message),
+        status(http_status),
+        param(std::move(param_name)),
+        type(std::move(error_type)),
+        code(std::move(error_code)) {}
   int status;
   std::string param, type, code;
   int retry_after_s = 0;  // > 0: sent as Retry-After (429 queue full), which OpenAI and vLLM clients honour
@@ -31,11 +35,11 @@ nlohmann::json error_body(const ApiError& e);
 struct ApiContext {
   const tok::Tokenizer* tokenizer = nullptr;
   tok::ModelChatTemplate chat_template;
-  std::string model_name;                  // the only name "model" may carry; a request without "model" means it
-  int max_model_len = 0;                   // prompt + output tokens per sequence
-  std::size_t max_token_bytes = 1;         // longest token in bytes: prompts over max_model_len * this are refused unread
-  engine::SamplingParams defaults;         // serve.yaml defaults for parameters a request leaves out
-  int default_max_tokens = 0;              // 0 = up to max_model_len (chat), 16 (completions, as OpenAI)
+  std::string model_name;           // the only name "model" may carry; a request without "model" means it
+  int max_model_len = 0;            // prompt + output tokens per sequence
+  std::size_t max_token_bytes = 1;  // longest token in bytes: prompts over max_model_len * this are refused unread
+  engine::SamplingParams defaults;  // serve.yaml defaults for parameters a request leaves out
+  int default_max_tokens = 0;       // 0 = up to max_model_len (chat), 16 (completions, as OpenAI)
 };
 
 struct ApiRequest {
@@ -45,9 +49,9 @@ struct ApiRequest {
   engine::SamplingParams params;                   // validated; max_tokens 0 only with echo
   int n = 1;                                       // choices per prompt
   bool stream = false;
-  bool include_usage = false;                      // stream_options.include_usage
-  bool logprobs = false;                           // chat: logprobs; completions: logprobs given
-  bool echo = false;                               // completions: the prompt is part of the text
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // chat: logprobs; completions: logprobs given
+  bool echo = false;           // completions: the prompt is part of the text
 };
 
 // Throw ApiError(400) naming the first bad parameter.

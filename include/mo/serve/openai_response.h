@@ -25,7 +25,7 @@ struct ChoiceResult {
 };
 
 struct ResponseIds {
-  std::string id;       // "chatcmpl-..." / "cmpl-..."
+  std::string id;            // "chatcmpl-..." / "cmpl-..."
   std::int64_t created = 0;  // Unix seconds
   std::string model;
 };
@@ -34,13 +34,16 @@ nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
 // Usage of a whole request: each prompt counted once (not once per choice), every choice's output.
 nlohmann::json request_usage(const ApiRequest& req, const std::vector<ChoiceResult>& results);
 
-nlohmann::json chat_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results, const tok::Tokenizer& tok);
-nlohmann::json completion_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results, const tok::Tokenizer& tok);
+nlohmann::json chat_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results,
+                             const tok::Tokenizer& tok);
+nlohmann::json completion_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results,
+                                   const tok::Tokenizer& tok);
 
 // One SSE chunk per event; nullopt when the event carries nothing to send.
 std::optional<nlohmann::json> chat_chunk(const ResponseIds& ids, const ApiRequest& req, const ChoiceEvent& e, const tok::Tokenizer& tok);
 nlohmann::json chat_role_chunk(const ResponseIds& ids, const ApiRequest& req, int choice);
-std::optional<nlohmann::json> completion_chunk(const ResponseIds& ids, const ApiRequest& req, const ChoiceEvent& e, const tok::Tokenizer& tok);
+std::optional<nlohmann::json> completion_chunk(const ResponseIds& ids, const ApiRequest& req, const ChoiceEvent& e,
+                                               const tok::Tokenizer& tok);
 // The last chunk with include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseIds& ids, bool chat, const nlohmann::json& usage);
 

@@ -18,11 +18,11 @@ namespace mo::serve {
 
 // One choice of a request: a prompt sampled with its own parameters (seed already per choice).
 struct SeqSpec {
-  int choice = 0;                      // index in the response's choices
-  std::vector<std::int32_t> prompt;    // token ids, not empty
-  engine::SamplingParams params;       // validated; max_tokens 0 only with prompt_logprobs (echo)
-  int max_total_tokens = 0;            // prompt + output stop here (max_model_len)
-  bool prompt_logprobs = false;        // logprobs of every prompt token (completions echo + logprobs)
+  int choice = 0;                    // index in the response's choices
+  std::vector<std::int32_t> prompt;  // token ids, not empty
+  engine::SamplingParams params;     // validated; max_tokens 0 only with prompt_logprobs (echo)
+  int max_total_tokens = 0;          // prompt + output stop here (max_model_len)
+  bool prompt_logprobs = false;      // logprobs of every prompt token (completions echo + logprobs)
 };
 
 struct TokenLogprob {
@@ -33,14 +33,14 @@ struct TokenLogprob {
 
 struct ChoiceEvent {
   int choice = 0;
-  std::string text;                                  // text completed by this event (whole UTF-8 characters)
-  std::vector<TokenLogprob> tokens;                  // output tokens sampled since the last event
-  std::vector<std::optional<TokenLogprob>> prompt;   // echo: each prompt token (the first has no logprob), once
-  std::string finish_reason;                         // "stop" | "length" on a choice's last event, else empty
-  int prompt_tokens = 0;                             // on the last event
-  int completion_tokens = 0;                         // on the last event
-  std::string error;                                 // the request failed (model error, timeout, shutdown)
-  int error_status = 500;                            // HTTP status for `error`: 503 when the server is shutting down
+  std::string text;                                 // text completed by this event (whole UTF-8 characters)
+  std::vector<TokenLogprob> tokens;                 // output tokens sampled since the last event
+  std::vector<std::optional<TokenLogprob>> prompt;  // echo: each prompt token (the first has no logprob), once
+  std::string finish_reason;                        // "stop" | "length" on a choice's last event, else empty
+  int prompt_tokens = 0;                            // on the last event
+  int completion_tokens = 0;                        // on the last event
+  std::string error;                                // the request failed (model error, timeout, shutdown)
+  int error_status = 500;                           // HTTP status for `error`: 503 when the server is shutting down
 };
 
 class RequestStream {

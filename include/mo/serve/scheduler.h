@@ -8,7 +8,8 @@
 //      longest run of its full prompt blocks already in the prefix cache.
 // Host bookkeeping only: the caller runs the model on the plan, then commit()s it (before the next
 // schedule()) and appends the sampled tokens. Blocks, block tables and the prefix cache are the
-// KvCacheManager's; the scheduler keeps only what to compute next. A request moves WAITING -> RUNNING -> (PREEMPTED -> WAITING) -> FINISHED.
+// KvCacheManager's; the scheduler keeps only what to compute next. A request moves WAITING -> RUNNING -> (PREEMPTED -> WAITING) ->
+// FINISHED.
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -38,9 +39,9 @@ struct ScheduledChunk {
 };
 
 struct StepPlan {
-  std::vector<ScheduledChunk> chunks;     // running sequences first, then newly admitted ones
-  std::vector<std::int64_t> preempted;    // sequences sent back to waiting during this step
-  int num_tokens = 0;                     // tokens in all chunks
+  std::vector<ScheduledChunk> chunks;   // running sequences first, then newly admitted ones
+  std::vector<std::int64_t> preempted;  // sequences sent back to waiting during this step
+  int num_tokens = 0;                   // tokens in all chunks
   bool empty() const { return chunks.empty(); }
 };
 
@@ -90,8 +91,8 @@ class Scheduler {
   SchedulerConfig cfg_;
   engine::KvCacheManager kv_;  // a sequence is in it while it holds blocks (running)
   std::unordered_map<std::int64_t, Seq> seqs_;
-  std::vector<std::int64_t> running_;   // admission order: oldest first
-  std::deque<std::int64_t> waiting_;    // preempted ones go to the front
+  std::vector<std::int64_t> running_;  // admission order: oldest first
+  std::deque<std::int64_t> waiting_;   // preempted ones go to the front
   int num_preemptions_ = 0;
 };
 

@@ -24,10 +24,10 @@ using ForwardFn = std::function<std::vector<float>(std::span<const engine::SeqCh
 struct ServingOptions {
   SchedulerConfig scheduler;
   int vocab_size = 0;
-  int max_queue_len = 1024;             // sequences waiting before submit() refuses more
-  double request_timeout_s = 600;       // a request still unfinished after this fails
-  std::uint64_t default_seed = 0;       // for choices without a seed
-  std::vector<std::int32_t> eos_ids;    // the model's end-of-sequence tokens
+  int max_queue_len = 1024;           // sequences waiting before submit() refuses more
+  double request_timeout_s = 600;     // a request still unfinished after this fails
+  std::uint64_t default_seed = 0;     // for choices without a seed
+  std::vector<std::int32_t> eos_ids;  // the model's end-of-sequence tokens
 };
 
 enum class SubmitStatus { ok, queue_full, shutting_down };

@@ -23,7 +23,7 @@ struct File;
 namespace mo::tok {
 
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant", "tool"
+  std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
 };
 
@@ -61,8 +61,7 @@ class ChatTemplateError : public Error {
 
 // Renders `tmpl` with messages, add_generation_prompt, bos_token, eos_token, tools = None and
 // documents = None (what transformers passes), then `opt.extra_context`. Throws ChatTemplateError.
-std::string render_chat_template(const std::string& tmpl, const std::vector<ChatMessage>& messages,
-                                 const ChatTemplateOptions& opt);
+std::string render_chat_template(const std::string& tmpl, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& opt);
 
 // Renders `tmpl` with `context` as the template variables (an object: messages with tool_calls,
 // tools, ...). An ordered_json keeps keys in input order, as Python dicts do, which tojson and
@@ -76,8 +75,7 @@ std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_gen
 // render_chat_template, except that an empty template falls back to render_chatml with a warning. A
 // template that cannot run throws ChatTemplateError: ChatML would silently give the model a prompt it
 // was not trained on (check_chat_template refuses such a template when the model is loaded).
-std::string render_chat(const std::string& tmpl, const std::vector<ChatMessage>& messages,
-                        const ChatTemplateOptions& opt);
+std::string render_chat(const std::string& tmpl, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& opt);
 
 // Parses `tmpl` (an empty one is fine: ChatML). Throws UsageError "<where>: the model's chat template
 // cannot be used: ... (line, column)" for a template that does not parse or uses what this subset lacks.

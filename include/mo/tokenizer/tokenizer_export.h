@@ -37,8 +37,8 @@ HfTokenizerFiles hf_tokenizer_from_gguf(const gguf::File& f);
 // Throws Error for a tokenizer model, normalizer or pre-tokenizer llama.cpp cannot express (the
 // message lists the pre-tokenizer's patterns and the names known), duplicate tokens, or a
 // vocabulary larger than `vocab_size`.
-std::vector<std::pair<std::string, gguf::Value>> gguf_tokenizer_kv_from_hf(
-    const nlohmann::json& tokenizer_json, const nlohmann::json& tokenizer_config, std::int64_t vocab_size);
+std::vector<std::pair<std::string, gguf::Value>> gguf_tokenizer_kv_from_hf(const nlohmann::json& tokenizer_json,
+                                                                           const nlohmann::json& tokenizer_config, std::int64_t vocab_size);
 
 // Writes tokenizer.json, tokenizer_config.json and special_tokens_map.json into `dir` (created when
 // missing). Throws Error naming the file that could not be written.

@@ -136,8 +136,7 @@ namespace {
 
 // Positions [0, ctx) of one sequence's K or V for one KV head, widened to f32: out is [ctx, head_dim], or
 // [head_dim, stride] when transposed (a query's scores over all positions are then one vector loop).
-void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int ctx, int kvh, float* out, bool transposed,
-            int stride) {
+void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int ctx, int kvh, float* out, bool transposed, int stride) {
   const int hd = a.head_dim;
   constexpr int kBlock = 8;  // positions widened together, then written transposed 8 contiguous floats at a time
   thread_local std::vector<float> rows;
@@ -165,7 +164,7 @@ void gather(const AttentionArgs& a, bool values, const std::int32_t* table, int 
 
 using ops::madd;  // the plain loops round as their AVX2 twins
 
-constexpr int kQueries = 4;    // query vectors per pass: each key or value vector loaded serves all of them
+constexpr int kQueries = 4;     // query vectors per pass: each key or value vector loaded serves all of them
 constexpr int kPositions = 16;  // positions (or value dims) per register block
 
 // s_j[p] = scale * sum over d of q_j[d] * kt[d][p], for p < n (kt: [hd, stride], zero beyond ctx; s_j: row j of

@@ -18,8 +18,7 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(ThreadPool& pool, bool host_formats, ops::Batching batching)
-      : pool_(pool), host_formats_(host_formats), batching_(batching) {}
+  CpuBackend(ThreadPool& pool, bool host_formats, ops::Batching batching) : pool_(pool), host_formats_(host_formats), batching_(batching) {}
   Device device() const override { return Device::cpu; }
   std::string describe() const override { return fmt::format("cpu ({} threads)", pool_.size()); }
   bool host_formats() const override { return host_formats_; }
@@ -61,7 +60,8 @@ class CpuBackend final : public Backend {
   }
   void silu_mul(float* gate, const float* up, std::int64_t n) override {
     if (n < kSplit) return cpu_dev::silu_mul(gate, up, n);
-    pool_.parallel_for(0, n, [&](std::int64_t b, std::int64_t e, int) { cpu_dev::silu_mul(gate + b, up + b, e - b); }, kSplit / 2);
+    pool_.parallel_for(
+        0, n, [&](std::int64_t b, std::int64_t e, int) { cpu_dev::silu_mul(gate + b, up + b, e - b); }, kSplit / 2);
   }
   void add(float* x, const float* y, std::int64_t n) override { cpu_dev::add(x, y, n); }
   void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) override { cpu_dev::add_bias(y, bias, n, d); }
@@ -83,7 +83,7 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  static constexpr std::size_t kHeader = 64;  // keeps the returned pointer 64-byte aligned
+  static constexpr std::size_t kHeader = 64;       // keeps the returned pointer 64-byte aligned
   static constexpr std::int64_t kSplit = 1 << 14;  // elements below which threads cost more than they save
   ThreadPool& pool_;
   bool host_formats_;

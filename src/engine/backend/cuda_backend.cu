@@ -116,7 +116,8 @@ class CudaBackend final : public Backend {
 std::unique_ptr<Backend> cuda_plugin_backend(int ordinal) {
   const int n = cuda::device_count();
   if (n == 0) throw UsageError("device: cuda was asked for, but no CUDA GPU is visible (driver missing or no device); use --device cpu");
-  if (ordinal < 0 || ordinal >= n) throw UsageError(fmt::format("device: cuda:{} does not exist ({} GPU{} visible)", ordinal, n, n == 1 ? "" : "s"));
+  if (ordinal < 0 || ordinal >= n)
+    throw UsageError(fmt::format("device: cuda:{} does not exist ({} GPU{} visible)", ordinal, n, n == 1 ? "" : "s"));
   return std::make_unique<CudaBackend>(ordinal);
 }
 

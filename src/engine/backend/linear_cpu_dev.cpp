@@ -68,8 +68,7 @@ void validate(const DeviceLinear& w, std::int64_t n) {
         bad(w, fmt::format("group size {} needs more than {} groups", w.group_size, w.groups));
       return;
     }
-    case LinearKind::host:
-      break;  // the host backend's own matrices, never handed to these kernels
+    case LinearKind::host: break;  // the host backend's own matrices, never handed to these kernels
   }
   bad(w, "not a device layout");
 }
@@ -102,8 +101,7 @@ void decode_rows(const DeviceLinear& w, std::int64_t r0, std::int64_t r1, float*
     case LinearKind::q4_k:
     case LinearKind::q6_k: {
       const auto* src = static_cast<const std::uint8_t*>(w.weight);
-      for (std::int64_t r = r0; r < r1; ++r)
-        gguf::dequantize_row(ggml_type_of(w.kind), src + r * w.row_bytes, out + (r - r0) * cols, cols);
+      for (std::int64_t r = r0; r < r1; ++r) gguf::dequantize_row(ggml_type_of(w.kind), src + r * w.row_bytes, out + (r - r0) * cols, cols);
       return;
     }
     case LinearKind::awq: {
@@ -146,8 +144,7 @@ void decode_rows(const DeviceLinear& w, std::int64_t r0, std::int64_t r1, float*
       }
       return;
     }
-    case LinearKind::host:
-      bad(w, "not a device layout");  // validate() refuses it first
+    case LinearKind::host: bad(w, "not a device layout");  // validate() refuses it first
   }
 }
 

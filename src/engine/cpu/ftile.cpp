@@ -30,7 +30,8 @@ void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, T
   const RowRange run = kernel(w.type, simd_level());
   const Weights ww{w.type, w.bytes.data(), w.row_bytes, w.cols};
   // Static row split: each thread's rows, whatever their range, give the same per-row results.
-  pool.parallel_for(0, w.rows, [&](std::int64_t r0, std::int64_t r1, int) { run(ww, r0, r1, x, w.cols, n, y, w.rows); }, 16);
+  pool.parallel_for(
+      0, w.rows, [&](std::int64_t r0, std::int64_t r1, int) { run(ww, r0, r1, x, w.cols, n, y, w.rows); }, 16);
 }
 
 void set_enabled(bool on) { g_enabled = on; }

@@ -24,8 +24,8 @@ struct Weights {
 };
 
 // y[t * y_stride + r] = Σ_k w[r][k] · x[t * x_stride + k] for r in [r0, r1), t in [0, n).
-using RowRange = void (*)(const Weights& w, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t x_stride,
-                          std::int64_t n, float* y, std::int64_t y_stride);
+using RowRange = void (*)(const Weights& w, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t x_stride, std::int64_t n,
+                          float* y, std::int64_t y_stride);
 
 // F32, F16 or BF16.
 bool supports(std::uint32_t type);

@@ -12,8 +12,8 @@
 namespace mo::ops::ftile {
 namespace {
 
-using TileFn = void (*)(const std::uint8_t* w, std::size_t w_stride, const float* x, std::int64_t xs, std::int64_t cols,
-                        float* y, std::int64_t ys);
+using TileFn = void (*)(const std::uint8_t* w, std::size_t w_stride, const float* x, std::int64_t xs, std::int64_t cols, float* y,
+                        std::int64_t ys);
 
 // Every tile shape up to the level's kMR × kNR, plus kDecodeMR × 1 for single-token calls.
 template <class Kern, class Src, bool Prefetch>
@@ -24,8 +24,10 @@ struct Tiles {
   void fill_main() {
     if constexpr (MR > 0 && NR > 0) {
       main[MR][NR] = &Kern::template tile<Src, MR, NR, Prefetch>;
-      if constexpr (NR > 1) fill_main<MR, NR - 1>();
-      else fill_main<MR - 1, Kern::kNR>();
+      if constexpr (NR > 1)
+        fill_main<MR, NR - 1>();
+      else
+        fill_main<MR - 1, Kern::kNR>();
     }
   }
   template <int MR>

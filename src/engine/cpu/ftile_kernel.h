@@ -29,8 +29,10 @@ struct FloatTile {
   struct Half {
     static constexpr int kBytes = 2;
     static F cvt(const void* p) {
-      if constexpr (kBrain) return V::load_bf16(p);
-      else return V::load_f16(p);
+      if constexpr (kBrain)
+        return V::load_bf16(p);
+      else
+        return V::load_f16(p);
     }
     static F load(const std::uint8_t* row, std::int64_t k) { return cvt(row + 2 * k); }
     static F load_tail(const std::uint8_t* row, std::int64_t k, int len) {
@@ -49,8 +51,7 @@ struct FloatTile {
 
   // Prefetch: also pull in the next MR rows (the next tile of a row-major sweep) while this one runs.
   template <class Src, int MR, int NR, bool Prefetch>
-  static void tile(const std::uint8_t* w, std::size_t ws, const float* x, std::int64_t xs, std::int64_t cols, float* y,
-                   std::int64_t ys) {
+  static void tile(const std::uint8_t* w, std::size_t ws, const float* x, std::int64_t xs, std::int64_t cols, float* y, std::int64_t ys) {
     F acc[MR][NR];
 #pragma GCC unroll 32
     for (int r = 0; r < MR; ++r)

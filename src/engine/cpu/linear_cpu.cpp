@@ -28,14 +28,17 @@ namespace {
 // with every token.
 void linear_by_rows(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool) {
   const std::int64_t in = w.cols, out = w.rows;
-  pool.parallel_for(0, out, [&](std::int64_t r0, std::int64_t r1, int) {
-    thread_local std::vector<float> row;
-    if (static_cast<std::int64_t>(row.size()) < in) row.resize(in);
-    for (std::int64_t r = r0; r < r1; ++r) {
-      matrix_row(w, r, row.data());
-      for (std::int64_t t = 0; t < n; ++t) y[t * out + r] = dot_f32(x + t * in, row.data(), in);
-    }
-  }, 4);
+  pool.parallel_for(
+      0, out,
+      [&](std::int64_t r0, std::int64_t r1, int) {
+        thread_local std::vector<float> row;
+        if (static_cast<std::int64_t>(row.size()) < in) row.resize(in);
+        for (std::int64_t r = r0; r < r1; ++r) {
+          matrix_row(w, r, row.data());
+          for (std::int64_t t = 0; t < n; ++t) y[t * out + r] = dot_f32(x + t * in, row.data(), in);
+        }
+      },
+      4);
 }
 
 }  // namespace
@@ -68,16 +71,18 @@ void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, T
   // and, per tile, takes the tokens kMaxTokens at a time, so each row is decoded once per token
   // group while that group's activations stay cached.
   constexpr std::int64_t kRowTile = 16;
-  pool.parallel_for(0, out, [&](std::int64_t r0, std::int64_t r1, int) {
-    for (std::int64_t rt = r0; rt < r1; rt += kRowTile) {
-      const std::int64_t re = std::min(rt + kRowTile, r1);
-      for (std::int64_t t0 = 0; t0 < n; t0 += qdot::kMaxTokens) {
-        const int nt = static_cast<int>(std::min<std::int64_t>(qdot::kMaxTokens, n - t0));
-        for (std::int64_t r = rt; r < re; ++r) dot(w.row(r), in, x + t0 * in, in, nt, y + t0 * out + r, out);
-      }
-    }
-  }, 4);
+  pool.parallel_for(
+      0, out,
+      [&](std::int64_t r0, std::int64_t r1, int) {
+        for (std::int64_t rt = r0; rt < r1; rt += kRowTile) {
+          const std::int64_t re = std::min(rt + kRowTile, r1);
+          for (std::int64_t t0 = 0; t0 < n; t0 += qdot::kMaxTokens) {
+            const int nt = static_cast<int>(std::min<std::int64_t>(qdot::kMaxTokens, n - t0));
+            for (std::int64_t r = rt; r < re; ++r) dot(w.row(r), in, x + t0 * in, in, nt, y + t0 * out + r, out);
+          }
+        }
+      },
+      4);
 }
-
 
 }  // namespace mo::ops

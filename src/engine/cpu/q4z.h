@@ -14,8 +14,8 @@ namespace mo::ops::q4z {
 
 // Nibbles as ggml's q4_0: qs[j] & 15 is input j, qs[j] >> 4 is input j + 16.
 struct BlockQ4Z {
-  std::uint16_t d;       // f16 bits of the group's stored scale
-  std::uint8_t z;        // true zero point, 0..16 (GPTQ v1's stored zero + 1 can reach 16)
+  std::uint16_t d;  // f16 bits of the group's stored scale
+  std::uint8_t z;   // true zero point, 0..16 (GPTQ v1's stored zero + 1 can reach 16)
   std::uint8_t qs[16];
 } __attribute__((packed));
 static_assert(sizeof(BlockQ4Z) == 19);

@@ -25,15 +25,18 @@ void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, T
   const q8::BlockQ8* xb = xq.data();
   // Tokens in groups whose blocks stay in L2, rows in chunks whose blocks stay in L1 meanwhile.
   constexpr std::int64_t kRows = 16, kTokens = 64;
-  pool.parallel_for(0, w.rows, [&](std::int64_t r0, std::int64_t r1, int) {
-    for (std::int64_t t0 = 0; t0 < n; t0 += kTokens) {
-      const int nt = static_cast<int>(std::min(kTokens, n - t0));
-      for (std::int64_t r = r0; r < r1; r += kRows) {
-        const int nr = static_cast<int>(std::min(kRows, r1 - r));
-        k(w.row(r), w.row_bytes, nr, xb + t0 * nb, nt, cols, y + t0 * w.rows + r, w.rows);
-      }
-    }
-  }, 4);
+  pool.parallel_for(
+      0, w.rows,
+      [&](std::int64_t r0, std::int64_t r1, int) {
+        for (std::int64_t t0 = 0; t0 < n; t0 += kTokens) {
+          const int nt = static_cast<int>(std::min(kTokens, n - t0));
+          for (std::int64_t r = r0; r < r1; r += kRows) {
+            const int nr = static_cast<int>(std::min(kRows, r1 - r));
+            k(w.row(r), w.row_bytes, nr, xb + t0 * nb, nt, cols, y + t0 * w.rows + r, w.rows);
+          }
+        }
+      },
+      4);
 }
 
 }  // namespace mo::ops::q4z

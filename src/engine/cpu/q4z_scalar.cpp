@@ -19,8 +19,7 @@ void tile_scalar(const std::uint8_t* w, std::size_t row_bytes, int nr, const q8:
       for (std::int64_t b = 0; b < nb; ++b) {
         const int z = wb[b].z;
         int isum = 0;
-        for (int j = 0; j < 16; ++j)
-          isum += ((wb[b].qs[j] & 15) - z) * xb[b].qs[j] + ((wb[b].qs[j] >> 4) - z) * xb[b].qs[j + 16];
+        for (int j = 0; j < 16; ++j) isum += ((wb[b].qs[j] & 15) - z) * xb[b].qs[j] + ((wb[b].qs[j] >> 4) - z) * xb[b].qs[j + 16];
         acc = __builtin_fmaf(static_cast<float>(isum), f16_to_f32(wb[b].d) * xb[b].d, acc);  // one rounding per block
       }
       y[t * y_stride + r] = acc;

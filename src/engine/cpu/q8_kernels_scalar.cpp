@@ -99,8 +99,7 @@ void dec_q5_k(const std::uint8_t* row, std::int64_t b, Decoded& o) {
   const int j = static_cast<int>(b % 8);
   const std::uint8_t* q = s + offsetof(formats::BlockQ5_K, qs) + 32 * (j / 2);
   const std::uint8_t* qh = s + offsetof(formats::BlockQ5_K, qh);
-  for (int l = 0; l < kBlock; ++l)
-    o.u[l] = static_cast<std::uint8_t>((j % 2 ? q[l] >> 4 : q[l] & 0xF) | ((qh[l] >> j) & 1) << 4);
+  for (int l = 0; l < kBlock; ++l) o.u[l] = static_cast<std::uint8_t>((j % 2 ? q[l] >> 4 : q[l] & 0xF) | ((qh[l] >> j) & 1) << 4);
   std::uint8_t sc, m;
   formats::scale_min_k4(j, s + offsetof(formats::BlockQ5_K, scales), sc, m);
   o.dw[0] = o.dw[1] = half_at(s + offsetof(formats::BlockQ5_K, d)) * sc;
@@ -112,8 +111,7 @@ void dec_q6_k(const std::uint8_t* row, std::int64_t b, Decoded& o) {
   const int j = static_cast<int>(b % 8), h = j / 4, g = j % 4;
   const std::uint8_t* ql = s + offsetof(formats::BlockQ6_K, ql) + 64 * h + 32 * (g % 2);
   const std::uint8_t* qh = s + offsetof(formats::BlockQ6_K, qh) + 32 * h;
-  for (int l = 0; l < kBlock; ++l)
-    o.u[l] = static_cast<std::uint8_t>((g < 2 ? ql[l] & 0xF : ql[l] >> 4) | ((qh[l] >> (2 * g)) & 3) << 4);
+  for (int l = 0; l < kBlock; ++l) o.u[l] = static_cast<std::uint8_t>((g < 2 ? ql[l] & 0xF : ql[l] >> 4) | ((qh[l] >> (2 * g)) & 3) << 4);
   const auto* sc = reinterpret_cast<const std::int8_t*>(s + offsetof(formats::BlockQ6_K, scales));
   const float d = half_at(s + offsetof(formats::BlockQ6_K, d));
   o.off = 32;

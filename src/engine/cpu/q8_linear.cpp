@@ -39,7 +39,8 @@ const BlockQ8* quantize(const float* x, std::int64_t n, std::int64_t cols, Threa
   if (static_cast<std::int64_t>(buf.size()) < n * nb) buf.resize(static_cast<std::size_t>(n * nb));
   BlockQ8* out = buf.data();
   if (n >= 32 && pool.size() > 1) {
-    pool.parallel_for(0, n, [&](std::int64_t t0, std::int64_t t1, int) { quantize_rows(x + t0 * cols, t1 - t0, cols, cols, out + t0 * nb); }, 8);
+    pool.parallel_for(
+        0, n, [&](std::int64_t t0, std::int64_t t1, int) { quantize_rows(x + t0 * cols, t1 - t0, cols, cols, out + t0 * nb); }, 8);
   } else {
     quantize_rows(x, n, cols, cols, out);
   }
@@ -47,7 +48,9 @@ const BlockQ8* quantize(const float* x, std::int64_t n, std::int64_t cols, Threa
 }
 
 // Rows per thread chunk at least enough work (~64K multiply-adds) that splitting pays for the sync.
-std::int64_t grain(std::int64_t n, std::int64_t cols) { return std::max<std::int64_t>(16, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, n * cols)); }
+std::int64_t grain(std::int64_t n, std::int64_t cols) {
+  return std::max<std::int64_t>(16, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, n * cols));
+}
 
 struct Part {
   const engine::Matrix* w;
@@ -58,15 +61,18 @@ struct Part {
 
 void run_parts(const Part* parts, std::size_t np, const BlockQ8* xq, std::int64_t n, std::int64_t cols, std::int64_t total,
                ThreadPool& pool) {
-  pool.parallel_for(0, total, [&](std::int64_t r0, std::int64_t r1, int) {
-    for (std::size_t i = 0; i < np; ++i) {
-      const Part& p = parts[i];
-      const std::int64_t a = std::max(r0, p.first), b = std::min(r1, p.first + p.w->rows);
-      if (a >= b) continue;
-      const std::int64_t r = a - p.first;
-      p.k(p.w->row(r), p.w->row_bytes, static_cast<int>(b - a), xq, static_cast<int>(n), cols, p.y + r, p.w->rows);
-    }
-  }, grain(n, cols));
+  pool.parallel_for(
+      0, total,
+      [&](std::int64_t r0, std::int64_t r1, int) {
+        for (std::size_t i = 0; i < np; ++i) {
+          const Part& p = parts[i];
+          const std::int64_t a = std::max(r0, p.first), b = std::min(r1, p.first + p.w->rows);
+          if (a >= b) continue;
+          const std::int64_t r = a - p.first;
+          p.k(p.w->row(r), p.w->row_bytes, static_cast<int>(b - a), xq, static_cast<int>(n), cols, p.y + r, p.w->rows);
+        }
+      },
+      grain(n, cols));
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 // tile shape, tail, and for the panel (many tokens) and fused (few tokens) paths alike.
 #include <vector>
 
-
 namespace mo::ops::q8 {
 namespace {
 
@@ -67,14 +66,16 @@ inline void nibble_groups(const std::uint8_t* const p[8], int qs, __m256i u[8]) 
 
 // The fifth bits: bit i of the 32-bit qh at `qh` adds 16 to input i (ggml's Q5_0 / Q5_1).
 inline void fifth_bits(const std::uint8_t* const p[8], int qh, __m256i u[8]) {
-  const __m256i h = _mm256_setr_epi32(static_cast<int>(u32_at(p[0] + qh)), static_cast<int>(u32_at(p[1] + qh)), static_cast<int>(u32_at(p[2] + qh)),
-                                      static_cast<int>(u32_at(p[3] + qh)), static_cast<int>(u32_at(p[4] + qh)), static_cast<int>(u32_at(p[5] + qh)),
-                                      static_cast<int>(u32_at(p[6] + qh)), static_cast<int>(u32_at(p[7] + qh)));
+  const __m256i h =
+      _mm256_setr_epi32(static_cast<int>(u32_at(p[0] + qh)), static_cast<int>(u32_at(p[1] + qh)), static_cast<int>(u32_at(p[2] + qh)),
+                        static_cast<int>(u32_at(p[3] + qh)), static_cast<int>(u32_at(p[4] + qh)), static_cast<int>(u32_at(p[5] + qh)),
+                        static_cast<int>(u32_at(p[6] + qh)), static_cast<int>(u32_at(p[7] + qh)));
   for (int g = 0; g < 8; ++g) {
     // Inputs 4g..4g+3 are bits 4(g%2)..+3 of byte g/2: that byte to all 4 bytes of its lane, then one bit each.
     const char s = static_cast<char>(g / 2);
-    const __m256i idx = _mm256_setr_epi8(s, s, s, s, s + 4, s + 4, s + 4, s + 4, s + 8, s + 8, s + 8, s + 8, s + 12, s + 12, s + 12, s + 12,
-                                         s, s, s, s, s + 4, s + 4, s + 4, s + 4, s + 8, s + 8, s + 8, s + 8, s + 12, s + 12, s + 12, s + 12);
+    const __m256i idx =
+        _mm256_setr_epi8(s, s, s, s, s + 4, s + 4, s + 4, s + 4, s + 8, s + 8, s + 8, s + 8, s + 12, s + 12, s + 12, s + 12, s, s, s, s,
+                         s + 4, s + 4, s + 4, s + 4, s + 8, s + 8, s + 8, s + 8, s + 12, s + 12, s + 12, s + 12);
     const int sh = 4 * (g % 2);
     const __m256i m = _mm256_set1_epi32(static_cast<int>((1u << sh) | (2u << sh) << 8 | (4u << sh) << 16 | (8u << sh) << 24));
     const __m256i hit = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(h, idx), m), m);
@@ -88,8 +89,8 @@ inline __m256 row_f16s(const std::uint8_t* const p[8], int at) {
   return row_scales(q);
 }
 
-// A format: kOff (w = d * (u - kOff) [+ m]; kZero: a per-row zero instead of kOff), kGroups16 (groups whose maddubs pairs may share a 16-bit
-// sum: 8 for u <= 15, 4 for u <= 31; 0: dpbusd, VNNI only), kMin (a per-block f16 min is added).
+// A format: kOff (w = d * (u - kOff) [+ m]; kZero: a per-row zero instead of kOff), kGroups16 (groups whose maddubs pairs may share a
+// 16-bit sum: 8 for u <= 15, 4 for u <= 31; 0: dpbusd, VNNI only), kMin (a per-block f16 min is added).
 struct PanelQ4_0 {
   static constexpr int kOff = 8, kGroups16 = 8;
   static constexpr int kSub = 1;
@@ -320,8 +321,10 @@ inline __attribute__((always_inline)) void panel_step(const PanelBlock& w, const
       continue;
     }
     __m256i bias;
-    if constexpr (P::kZero) bias = _mm256_mullo_epi32(w.z, _mm256_set1_epi32(-sx));
-    else bias = _mm256_set1_epi32(-P::kOff * sx);
+    if constexpr (P::kZero)
+      bias = _mm256_mullo_epi32(w.z, _mm256_set1_epi32(-sx));
+    else
+      bias = _mm256_set1_epi32(-P::kOff * sx);
     __m256i s;
     if constexpr (P::kGroups16 > 0) {
       s = bias;
@@ -410,10 +413,10 @@ struct PanelTiles {
                          int);
   static constexpr auto from_panel = []<int... I>(std::integer_sequence<int, I...>) {
     return std::array<FromPanel, NT>{&panel_from<P, I + 1>...};
-  }(std::make_integer_sequence<int, NT>{});
-  static constexpr auto fused_tab = []<int... I>(std::integer_sequence<int, I...>) {
-    return std::array<Fused, NT>{&fused<P, I + 1>...};
-  }(std::make_integer_sequence<int, NT>{});
+  }
+  (std::make_integer_sequence<int, NT>{});
+  static constexpr auto fused_tab = []<int... I>(std::integer_sequence<int, I...>) { return std::array<Fused, NT>{&fused<P, I + 1>...}; }
+  (std::make_integer_sequence<int, NT>{});
 };
 
 // Rows ahead that fused() prefetches: one group, so the prefetched lines (8 rows of up to 8 KB for large
@@ -437,7 +440,8 @@ void run_panel(const std::uint8_t* w, std::size_t rb, int nr, const BlockQ8* xq,
       const std::uint8_t* rows[8];
       for (int r = 0; r < 8; ++r) rows[r] = w + static_cast<std::size_t>(r0 + std::min(r, n_rows - 1)) * rb;
       if (t_end - t0 <= NT) {
-        PanelTiles<P, NT>::fused_tab[t_end - t0 - 1](rows, w + static_cast<std::size_t>(r0 + kAheadRows) * rb, nb, xq + t0 * nb, nb, y + t0 * ys + r0, ys, n_rows);
+        PanelTiles<P, NT>::fused_tab[t_end - t0 - 1](rows, w + static_cast<std::size_t>(r0 + kAheadRows) * rb, nb, xq + t0 * nb, nb,
+                                                     y + t0 * ys + r0, ys, n_rows);
         continue;
       }
       for (std::int64_t sb = 0; sb < nb / P::kSub; ++sb) {

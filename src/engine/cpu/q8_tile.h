@@ -58,9 +58,12 @@ inline __m256i add_where_bit(__m256i u, __m256i v, int bit, int add) {
 // (v >> S) for bytes when S > 0, (v << -S) when S < 0: 16-bit shifts; callers mask the bits they keep.
 template <int S>
 inline __m256i shift_bytes(__m256i v) {
-  if constexpr (S > 0) return _mm256_srli_epi16(v, S);
-  else if constexpr (S < 0) return _mm256_slli_epi16(v, -S);
-  else return v;
+  if constexpr (S > 0)
+    return _mm256_srli_epi16(v, S);
+  else if constexpr (S < 0)
+    return _mm256_slli_epi16(v, -S);
+  else
+    return v;
 }
 
 inline float hsum(__m256 v) {
@@ -93,7 +96,8 @@ inline __m256i dot_u(__m256i u, __m256i x, __m256i bias) {
 
 template <int N, class F>
 inline __attribute__((always_inline)) void static_for(F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }(std::make_integer_sequence<int, N>{});
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
+  (std::make_integer_sequence<int, N>{});
 }
 
 // Token-side mins of one super-block (8 blocks from xs): lane j = dx_j * (sum of block j).
@@ -203,7 +207,8 @@ template <class T, int MR, int NR>
 struct Tiles {
   static constexpr auto table = []<int... I>(std::integer_sequence<int, I...>) {
     return std::array<Micro, MR * NR>{&micro<T, I / NR + 1, I % NR + 1>...};
-  }(std::make_integer_sequence<int, MR * NR>{});
+  }
+  (std::make_integer_sequence<int, MR * NR>{});
 };
 
 // The Kernel: tokens in chunks whose activations stay in L2, rows in MR tiles (their weights stay in

@@ -15,8 +15,8 @@ constexpr int kMaxTokens = 8;
 
 // y[t * y_stride] = Σ_i w[i] · x[t * x_stride + i] for t in [0, nt), nt in [1, kMaxTokens];
 // row: `cols` weights of the kernel's ggml type (cols a multiple of its block size).
-using RowDot = void (*)(const std::uint8_t* row, std::int64_t cols, const float* x, std::int64_t x_stride, int nt,
-                        float* y, std::int64_t y_stride);
+using RowDot = void (*)(const std::uint8_t* row, std::int64_t cols, const float* x, std::int64_t x_stride, int nt, float* y,
+                        std::int64_t y_stride);
 
 // The kernel for ggml `type` at `level`, or nullptr when that level has none for the type.
 // scalar: F32, F16, BF16 and every block type mo::gguf can dequantize; avx2, avx512: F32, F16, BF16,

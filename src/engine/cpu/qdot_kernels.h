@@ -90,8 +90,7 @@ struct BF16Load {
 // The 2 * NB weights packed in NB nibble bytes at q (low nibbles are weights [0, NB), high nibbles
 // [NB, 2 * NB), ggml's order), starting at column o; lo / hi turn the byte lanes into f32 weights.
 template <class V, int NB, int NT, class Lo, class Hi>
-inline __attribute__((always_inline)) void add_nibbles(Acc<V, NT>& acc, std::int64_t o, const std::uint8_t* q, Lo lo,
-                                                       Hi hi) {
+inline __attribute__((always_inline)) void add_nibbles(Acc<V, NT>& acc, std::int64_t o, const std::uint8_t* q, Lo lo, Hi hi) {
   constexpr int W = V::kLanes;
   if constexpr (NB >= 2 * W) {
     for (int k = 0; k < NB; k += 2 * W) {
@@ -120,8 +119,10 @@ struct Q4 {
       F m = V::zero();
       if constexpr (kMin) m = V::set1(half_at(row + offsetof(Block, m)));
       const auto weight = [&](I q) {
-        if constexpr (kMin) return V::fmadd(V::to_f32(q), d, m);
-        else return V::mul(V::to_f32(V::sub(q, eight)), d);
+        if constexpr (kMin)
+          return V::fmadd(V::to_f32(q), d, m);
+        else
+          return V::mul(V::to_f32(V::sub(q, eight)), d);
       };
       add_nibbles<V, sizeof(Block::qs)>(
           acc, o, row + offsetof(Block, qs), [&](I q) { return weight(V::and_(q, m4)); },
@@ -194,8 +195,7 @@ struct Q6_K {
           // (d * sc) is exact; the one rounding is of its product with q, as in dequantize_row.
           const std::int64_t base = o + 128 * h + l0;
           acc.add(base, V::mul(V::to_f32(q1), V::set1(d * sc[is])), base + 32, V::mul(V::to_f32(q2), V::set1(d * sc[is + 2])));
-          acc.add(base + 64, V::mul(V::to_f32(q3), V::set1(d * sc[is + 4])), base + 96,
-                  V::mul(V::to_f32(q4), V::set1(d * sc[is + 6])));
+          acc.add(base + 64, V::mul(V::to_f32(q3), V::set1(d * sc[is + 4])), base + 96, V::mul(V::to_f32(q4), V::set1(d * sc[is + 6])));
         }
       }
     }
@@ -212,8 +212,7 @@ void go(const std::uint8_t* row, std::int64_t cols, const float* x, std::int64_t
 // kPass: tokens whose accumulators stay in registers at once; a larger group takes several passes over
 // the (then L1-resident) row.
 template <class V, class Dec, int kPass>
-void row_dot_impl(const std::uint8_t* row, std::int64_t cols, const float* x, std::int64_t xs, int nt, float* y,
-                  std::int64_t ys) {
+void row_dot_impl(const std::uint8_t* row, std::int64_t cols, const float* x, std::int64_t xs, int nt, float* y, std::int64_t ys) {
   static_assert(kPass >= 4 && kPass <= kMaxTokens);
   for (; nt > kPass; nt -= kPass, x += kPass * xs, y += kPass * ys) go<V, Dec, kPass>(row, cols, x, xs, y, ys);
   switch (nt) {  // cases past kPass cannot occur here; min() keeps them instantiable

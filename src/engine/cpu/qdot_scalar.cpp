@@ -13,8 +13,8 @@ namespace {
 constexpr std::int64_t kChunk = 256;  // weights decoded at a time: one k-quant super-block, 8 small blocks
 
 template <std::uint32_t Type>
-void row_dot_chunked(const std::uint8_t* row, std::int64_t cols, const float* x, std::int64_t x_stride, int nt,
-                     float* y, std::int64_t y_stride) {
+void row_dot_chunked(const std::uint8_t* row, std::int64_t cols, const float* x, std::int64_t x_stride, int nt, float* y,
+                     std::int64_t y_stride) {
   const GgmlTypeInfo* info = ggml_type_info(Type);
   const std::int64_t block = info->block_size;
   const std::int64_t chunk = block >= kChunk ? block : kChunk / block * block;

@@ -4,8 +4,7 @@
 // each function, which `#pragma clang attribute` applies to every function declared in the region.
 #define MO_SIMD_STR(...) #__VA_ARGS__
 #if defined(__clang__)
-#define MO_SIMD_TARGET_PUSH(features) \
-  _Pragma(MO_SIMD_STR(clang attribute push(__attribute__((target(features))), apply_to = function)))
+#define MO_SIMD_TARGET_PUSH(features) _Pragma(MO_SIMD_STR(clang attribute push(__attribute__((target(features))), apply_to = function)))
 #define MO_SIMD_TARGET_POP _Pragma("clang attribute pop")
 #else
 #define MO_SIMD_TARGET_PUSH(features) _Pragma("GCC push_options") _Pragma(MO_SIMD_STR(GCC target(features)))

@@ -45,9 +45,13 @@ struct Vec256 {
   static I or_(I a, I b) { return _mm256_or_si256(a, b); }
   static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   template <int N>
-  static I srli(I v) { return _mm256_srli_epi32(v, N); }
+  static I srli(I v) {
+    return _mm256_srli_epi32(v, N);
+  }
   template <int N>
-  static I slli(I v) { return _mm256_slli_epi32(v, N); }
+  static I slli(I v) {
+    return _mm256_slli_epi32(v, N);
+  }
 
   // Two horizontal sums in different lane orders; each kernel keeps the one its results were pinned with.
   // (lo + hi) then movehl / movehdup: ((0+4)+(2+6)) + ((1+5)+(3+7)).

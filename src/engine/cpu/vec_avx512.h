@@ -46,9 +46,13 @@ struct Vec512 {
   static I or_(I a, I b) { return _mm512_or_si512(a, b); }
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   template <int N>
-  static I srli(I v) { return _mm512_srli_epi32(v, N); }
+  static I srli(I v) {
+    return _mm512_srli_epi32(v, N);
+  }
   template <int N>
-  static I slli(I v) { return _mm512_slli_epi32(v, N); }
+  static I slli(I v) {
+    return _mm512_slli_epi32(v, N);
+  }
 
   // At 16 lanes both kernels reduce the same way.
   static float hsum(F v) { return _mm512_reduce_add_ps(v); }

@@ -26,8 +26,7 @@ enum class Batching {
 // x: [n, w.cols] f32, y: [n, w.rows] f32 (overwritten). Quantized GGUF weights (Q4_0 ... Q6_K) take
 // integer dot products: x is quantized once per call to 8-bit blocks of 32 (as llama.cpp's q8_0) and
 // each row is dotted with it in integers (src/engine/cpu/q8.h), bit-identical whatever the batch.
-void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool,
-            Batching batching = Batching::invariant);
+void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool, Batching batching = Batching::invariant);
 
 // Several matrices with the same input (q/k/v, gate/up) in one call: x is quantized once and all their
 // output rows are split across the threads together. ys[i]: [n, ws[i]->rows]. Bit for bit the same as
