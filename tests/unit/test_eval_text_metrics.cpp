@@ -143,8 +143,9 @@ TEST(EvalData, BuiltInFolderIsPrintedRelativeToTheWorkingDirectory) {
   const fs::path here = mo::eval::eval_data_dir();
   EXPECT_TRUE(here.is_relative()) << here;
   EXPECT_EQ(fs::absolute(here).lexically_normal(), fs::path(kData).lexically_normal()) << here;
-  if (fs::exists(kData + "/tasks/arc_easy.jsonl"))
+  if (fs::exists(kData + "/tasks/arc_easy.jsonl")) {
     EXPECT_EQ(mo::eval::resolve_task_path("arc_easy", "tasks"), (here / "tasks" / "arc_easy.jsonl").string());
+  }
   fs::current_path("/");
   EXPECT_EQ(fs::path(mo::eval::eval_data_dir()), fs::path(kData).lexically_normal());
   fs::current_path(cwd);

@@ -1,15 +1,5 @@
 // AVX-512 fused dequantize-and-dot kernels: qdot_kernels.h on 16-lane vectors.
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-
-#include "mo/formats/ggml_types.h"
-#include "mo/formats/gguf_blocks.h"
-#include "mo/formats/k_scales.h"
-#include "qdot.h"
+#include "qdot_kernel_deps.h"
 
 #if defined(__x86_64__)
 #include "simd_target.h"

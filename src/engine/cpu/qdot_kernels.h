@@ -6,9 +6,7 @@
 // and FMA'd into per-token accumulators. A block's vectors go out in pairs, in the order each level has
 // always used, so a level's results stay bit-identical.
 //
-// The including file includes, before its target region (so no inline function outside this file is
-// compiled for one level and then shared with another at link time): <immintrin.h>, <algorithm>,
-// <cstddef>, <cstdint>, <cstring>, mo/formats/ggml_types.h, mo/formats/gguf_blocks.h, mo/formats/k_scales.h, qdot.h.
+// The including file includes qdot_kernel_deps.h before its target region.
 
 namespace mo::ops::qdot {
 namespace {
