@@ -269,7 +269,14 @@ class Lexer {
       const std::size_t e = scan_digits(b, is_digit);
       if (e > b) {
         const int base = base_char == 'x' ? 16 : base_char == 'o' ? 8 : 2;
-        out_.push_back(Token{Tok::kInt, "", static_cast<int64_t>(std::stoull(digits_only(src_.substr(b, e - b)), nullptr, base)), 0, at});
+        const std::string text = digits_only(src_.substr(b, e - b));
+        std::uint64_t value = 0;
+        try {
+          value = std::stoull(text, nullptr, base);
+        } catch (const std::out_of_range&) {
+          fail(kUnsupported, at, "number out of range: " + src_.substr(p, e - p));
+        }
+        out_.push_back(Token{Tok::kInt, "", static_cast<int64_t>(value), 0, at});
         return e;
       }
     }

@@ -345,3 +345,20 @@ TEST(ChatTemplateLimits, RunawayLoopsAndGrowthStop) {
   limit_error("{{ {'a': [1, 2]} | tojson(indent=99999999) }}");
   limit_error(repeated("{{ 'x' * 10000000 }}", 8));  // each piece fits, the output does not
 }
+
+// A fuzz finding: a hex/octal/binary literal past 64 bits threw std::out_of_range out of the lexer
+// (and ended the process); it is a template error that names the literal, as decimal ones already were.
+TEST(ChatTemplateLimits, IntegerLiteralsPast64BitsAreATemplateError) {
+  const std::vector<std::string> literals = {"0x1ffffffffffffffff", "0o7777777777777777777777777", "0b1" + std::string(70, '0'),
+                                             "99999999999999999999"};
+  for (const std::string& lit : literals) {
+    try {
+      mo::tok::render_chat_template("{{ " + lit + " }}", Json::object());
+      ADD_FAILURE() << lit << " rendered";
+    } catch (const ChatTemplateError& e) {
+      EXPECT_EQ(e.kind(), ChatTemplateError::Kind::kUnsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find("number out of range: " + lit), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(mo::tok::render_chat_template("{{ 0xff }}", Json::object()), "255");
+}
