@@ -188,7 +188,7 @@ ModelShape shape_from_hf_path(const std::string& path) {
 }
 
 ModelShape shape_from_hf_config(const json& c, const std::string& src) {
-  return io::reading_json(src, [&] { return shape_from_config(c, src); });
+  return reading_json(src, [&] { return shape_from_config(c, src); });
 }
 
 }  // namespace mo::model

@@ -23,7 +23,7 @@ const json& require(const json& obj, const char* key, const std::string& where, 
 
 template <typename T>
 T get_as(const json& v, const std::string& key, const std::string& source) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return io::json_int<T>(v, source, key);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return json_int<T>(v, source, key);
   try {
     return v.get<T>();
   } catch (const json::exception&) {

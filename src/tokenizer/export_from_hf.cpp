@@ -83,7 +83,7 @@ Vocab collect_vocab(const json& tj, const json& config, bool spm, std::int64_t v
   const json added = tj.value("added_tokens", json::array());
   // Ids index the vocabulary table: bounded so a hostile id cannot ask for gigabytes.
   auto token_id = [](const json& id, const std::string& field) {
-    const auto v = io::json_int<std::int64_t>(id, kSource, field);
+    const auto v = json_int<std::int64_t>(id, kSource, field);
     if (v < 0 || v >= (1 << 24)) throw Error(fmt::format("{}: '{}' is {}, expected a token id in [0, {})", kSource, field, v, 1 << 24));
     return v;
   };

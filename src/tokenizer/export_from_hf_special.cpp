@@ -87,7 +87,7 @@ std::optional<std::string> config_token(const json& config, const char* key) {
 
 std::optional<std::int64_t> hf_token_id(const json& tokenizer_json, const std::string& text) {
   for (const auto& t : tokenizer_json.value("added_tokens", json::array()))
-    if (t.value("content", "") == text && t.contains("id")) return io::json_int<std::int64_t>(t["id"], "tokenizer.json", "added_tokens.id");
+    if (t.value("content", "") == text && t.contains("id")) return json_int<std::int64_t>(t["id"], "tokenizer.json", "added_tokens.id");
   const json& vocab = tokenizer_json.at("model").at("vocab");
   if (const auto it = vocab.find(text); it != vocab.end() && it->is_number_integer()) return it->get<std::int64_t>();
   return std::nullopt;

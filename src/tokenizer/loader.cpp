@@ -55,7 +55,7 @@ std::unique_ptr<Tokenizer> load_checked_tokenizer_json(const std::string& path);
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) {
-  return io::reading_json(path, [&] { return load_checked_tokenizer_json(path); });
+  return reading_json(path, [&] { return load_checked_tokenizer_json(path); });
 }
 
 namespace {

@@ -145,7 +145,7 @@ void read_post_processor(const json& j, const std::string& source, SpmConfig& cf
       fail(source, key + ".special_tokens", "'" + name + "' is used in single but not defined");
     }
     for (const json& id : j["special_tokens"][name].value("ids", json::array())) {
-      (after ? cfg.suffix_ids : cfg.prefix_ids).push_back(io::json_int<std::int32_t>(id, source, key + ".special_tokens." + name + ".ids"));
+      (after ? cfg.suffix_ids : cfg.prefix_ids).push_back(json_int<std::int32_t>(id, source, key + ".special_tokens." + name + ".ids"));
     }
   }
 }
@@ -169,7 +169,7 @@ std::unique_ptr<Tokenizer> make_spm_from_json(const nlohmann::json& tokenizer, c
     // Ids index a table: bounded so a hostile id cannot ask for gigabytes (the largest real vocabularies are ~256k).
     constexpr std::int32_t kMaxId = (1 << 24) - 1;
     auto token_id = [&](const json& id, const std::string& key) {
-      const auto v = io::json_int<std::int32_t>(id, source, key);
+      const auto v = json_int<std::int32_t>(id, source, key);
       if (v < 0 || v > kMaxId) fail(source, key, fmt::format("id {} is outside [0, {}]", v, kMaxId));
       return v;
     };

@@ -619,8 +619,8 @@ TEST(JsonFile, ANumberTooLargeIsAnErrorNamingTheFile) {
 // nlohmann's get<int>() converts 1e99 unchecked (undefined behaviour) and wraps 2^40: json_int refuses both.
 TEST(JsonFile, IntegersOnlyWithinTheTargetRange) {
   using nlohmann::json;
-  EXPECT_EQ(mo::io::json_int<std::int32_t>(json(-7), "f.json", "k"), -7);
-  EXPECT_EQ(mo::io::json_int<std::uint64_t>(json(std::uint64_t{1} << 63), "f.json", "k"), std::uint64_t{1} << 63);
+  EXPECT_EQ(mo::json_int<std::int32_t>(json(-7), "f.json", "k"), -7);
+  EXPECT_EQ(mo::json_int<std::uint64_t>(json(std::uint64_t{1} << 63), "f.json", "k"), std::uint64_t{1} << 63);
   const std::vector<std::pair<json, std::string>> bad = {
       {json(1e99), "f.json: 'k' must be an integer, got 1e+99"},
       {json(3.0), "f.json: 'k' must be an integer, got 3.0"},
@@ -630,13 +630,13 @@ TEST(JsonFile, IntegersOnlyWithinTheTargetRange) {
   };
   for (const auto& [v, want] : bad) {
     try {
-      mo::io::json_int<std::int32_t>(v, "f.json", "k");
+      mo::json_int<std::int32_t>(v, "f.json", "k");
       ADD_FAILURE() << "no error for " << v.dump();
     } catch (const mo::UsageError& e) {
       EXPECT_EQ(std::string(e.what()), want);
     }
   }
-  EXPECT_THROW(mo::io::json_int<std::uint32_t>(json(-1), "f.json", "k"), mo::UsageError);
+  EXPECT_THROW(mo::json_int<std::uint32_t>(json(-1), "f.json", "k"), mo::UsageError);
 }
 
 }  // namespace

@@ -22,8 +22,4 @@ nlohmann::json read_json(const std::string& path);
 // Error naming the path when it cannot be written.
 void write_json(const std::string& path, const nlohmann::json& j);
 
-// reading_json and json_int (mo/core/json_fields.h) under their old names.
-using ::mo::json_int;
-using ::mo::reading_json;
-
 }  // namespace mo::io
