@@ -33,7 +33,7 @@ if(MO_WITH_CUDA)
   # Only the headers of the modules the kernels may use (cmake/Modules.cmake makes these views).
   target_include_directories(mo_cuda PRIVATE kernels ${PROJECT_BINARY_DIR}/include-views/core
                              ${PROJECT_BINARY_DIR}/include-views/formats ${PROJECT_BINARY_DIR}/include-views/engine)
-  target_link_libraries(mo_cuda PRIVATE CUDA::cudart CUDA::cublas fmt::fmt)
+  target_link_libraries(mo_cuda PRIVATE CUDA::cudart CUDA::cublas CUDA::cusolver fmt::fmt)
   set_target_properties(mo_cuda PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
   # Line info for profilers (nsys / ncu) at no run-time cost; fast math stays off (the op tests compare to the CPU).
   target_compile_options(mo_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --expt-relaxed-constexpr>)

@@ -26,6 +26,28 @@ class LinearRunner {
   std::unique_ptr<Impl> impl_;
 };
 
+// quant/quant_ops.cu: the quantization ops (Backend's contracts). Owns its cuBLAS and cuSOLVER handles
+// (made on first use, so inference never loads cuSOLVER) and the Hessian scratch.
+class QuantRunner {
+ public:
+  QuantRunner();
+  ~QuantRunner();
+  QuantRunner(const QuantRunner&) = delete;
+  QuantRunner& operator=(const QuantRunner&) = delete;
+  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
+            const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+  void hessian_update(double* h, const float* x, std::int64_t n, std::int64_t d, std::int64_t tokens_before);
+  bool inverse_cholesky_upper(double* a, std::int64_t n, float* u);
+  void gptq_block(const GptqBlockArgs& a);
+  void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t group, int bits, bool sym);
+  ErrorSums error_sums(const float* a, const float* b, std::int64_t n);
+  std::size_t scratch_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // block_ops.cu, attention.cu: the contracts of Backend's ops of the same names.
 void embedding(const std::uint16_t* table, std::int64_t dim, const std::int32_t* tokens, std::int64_t n, float* out);
 void rms_norm(const float* x, const float* w, float* out, std::int64_t n, std::int64_t d, float eps);

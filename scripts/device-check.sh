@@ -3,7 +3,9 @@
 #   1. configure and build with CUDA for Hopper (sm_90; MO_CUDA_ARCH overrides),
 #   2. run the CUDA op tests (the binary behind ctest -L cuda),
 #   3. microbenchmark the linear kernels (int4 GEMV bandwidth),
-#   4. benchmark the engine on random weights of Llama-2-7B and 13B shapes, fp16 and AWQ int4, at
+#   4. quantize stories260K with GPTQ on the CPU and on the GPU (wall time, perplexity of both outputs)
+#      and a Llama-2-7B shape with dummy weights on the GPU,
+#   5. benchmark the engine on random weights of Llama-2-7B and 13B shapes, fp16 and AWQ int4, at
 #      batch 1 and 8 (prefill 512, decode 128): tokens/s, decode bandwidth vs the card's, peak memory,
 # then prints one table. With $OUT set, logs and JSON go there too. Budget: under 8 minutes on 16 cores.
 # A GPU machine without Debian's -dev packages: run scripts/device-deps.sh here first and carry
@@ -72,6 +74,47 @@ if [ -f "$stories" ]; then
   esac
 fi
 
+# Quantization with GPTQ's Hessians and solve on the GPU (the calibration passes still run on the CPU
+# engine in this version, so the 7B shape runs 4 samples x 128 tokens, not the 32 x 512 a GPU pass allows).
+quant_row() {  # name, device, then quantize flags: prints "| name | device | wall s | peak host mem |"
+  local name=$1 dev=$2; shift 2
+  local t0 log
+  t0=$(date +%s.%N) log=$(mktemp)
+  if timeout 240 build-cuda/model-optimizer quantize --device "$dev" --no-eval --json "$@" > "$log.json" 2> "$log"; then
+    printf '| %s | %s | %s | %s |\n' "$name" "$dev" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" \
+      "$(grep -o '"peak_rss_bytes": [0-9]*' "$log.json" | awk '{printf "%.2f GiB", $2/2^30}')"
+  else
+    echo "| $name | $dev | failed (exit $?): $(tail -n 1 "$log") | |"
+  fi
+  [ -n "$out" ] && cp "$log" "$out/quantize-$name-$dev.log"
+}
+qtable=$(mktemp)
+if [ -f "$stories" ]; then
+  for dev in cpu cuda; do
+    log "quantize: stories260K GPTQ INT4 on $dev"
+    rm -rf "/tmp/dc-gptq-$dev"
+    quant_row stories260K-gptq "$dev" --model_path "$stories" --quant_method gptq --bits 4 --group_size 32 --num_samples 16 \
+      --max_seq_len 128 --output_path "/tmp/dc-gptq-$dev" >> "$qtable"
+  done
+  # The machine has no evaluation sets: a short text in the model's own style scores both outputs alike.
+  text=$(mktemp --suffix .txt)
+  for i in 1 2 3 4 5 6; do
+    echo "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball."
+    echo "Tom and his mom went to the store. They bought a big cake and some milk. Tom was very happy and said thank you."
+  done > "$text"
+  for dev in cpu cuda; do
+    [ -d "/tmp/dc-gptq-$dev" ] || continue
+    ppl=$(build-cuda/model-optimizer eval "/tmp/dc-gptq-$dev" --text "$text" --ctx 64 --device cpu --json 2>/dev/null |
+      grep -o '"ppl": [0-9.]*' | head -1)
+    echo "| stories260K-gptq perplexity (a 12-line story text, ctx 64) after quantizing on $dev | ${ppl#*: } | | |" >> "$qtable"
+  done
+fi
+log "quantize: Llama-2-7B shape (dummy weights) GPTQ INT4 on cuda"
+rm -rf /tmp/dc-gptq-7b
+quant_row llama-2-7b-gptq cuda --model_path llama-2-7b --load-format dummy --quant_method gptq --bits 4 --group_size 128 \
+  --num_samples 4 --max_seq_len 128 --output_path /tmp/dc-gptq-7b >> "$qtable"
+rm -rf /tmp/dc-gptq-7b /tmp/dc-gptq-cpu /tmp/dc-gptq-cuda
+
 log "linear kernels"
 build-cuda/tests/tools/mo_tool_bench_linear --device cuda --peak-gbs "$peak" ${out:+--json $out/linear.jsonl} 2>&1 | tee ${out:+$out/linear.txt}
 
@@ -90,5 +133,11 @@ echo "| model | weights | batch | prefill tok/s | decode tok/s | per stream | ms
 echo "|---|---|---|---|---|---|---|---|---|---|"
 cat "$table"
 [ -n "$out" ] && cp "$table" "$out/engine-table.md"
+echo
+echo "Quantization (GPTQ Hessians and solve on the device named; calibration passes on the CPU)"
+echo "| job | device | wall s | peak host mem |"
+echo "|---|---|---|---|"
+cat "$qtable"
+[ -n "$out" ] && cp "$qtable" "$out/quantize-table.md"
 log "done (CUDA tests exit $cuda_rc)"
 exit "$cuda_rc"

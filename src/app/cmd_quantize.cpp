@@ -7,7 +7,12 @@
 
 #include "cli.h"
 #include "quantize_options.h"
+#include "mo/budget/quant_job.h"
 #include "mo/config/commands.h"
+#include "mo/core/log.h"
+#include "mo/core/memory.h"
+#include "mo/engine/backend.h"
+#include "mo/model/model_presets.h"
 #include "mo/core/progress.h"
 #include "mo/core/strings.h"
 #include "mo/core/device.h"
@@ -73,6 +78,45 @@ report::ReportPaths evaluate_output(const config::QuantizeConfig& cfg, const qua
   }
 }
 
+// Prints the job's memory (budget/quant_job.h) and refuses, with the num_samples that fits, when this
+// machine does not have it. A model the shape reader cannot open is left to quantize_model's own error.
+void check_job_memory(const quant::QuantizeOptions& o) {
+  if (o.method == quant::Method::gguf || o.model_path.empty()) return;
+  model::ModelShape shape;
+  try {
+    shape = model::load_model_shape(o.model_path);
+  } catch (const UsageError&) {
+    return;
+  }
+  budget::QuantJobRequest r;
+  r.hp = shape.hp;
+  r.method = quant::method_name(o.method);
+  r.sensitivity_check = o.sensitivity_check;
+  r.samples = o.num_samples;
+  r.seq_len = o.max_seq_len;
+  r.hessians_on_gpu = o.device == Device::cuda && o.method == quant::Method::gptq;
+  const budget::QuantJobMemory m = budget::quant_job_memory(r);
+  const std::uint64_t host = available_memory_bytes();
+  std::uint64_t gpu = 0;
+  std::string gpu_name;
+  if (r.hessians_on_gpu) {
+    const auto b = engine::make_cuda_backend(0);
+    gpu = b->memory().free;
+    gpu_name = b->describe();
+  }
+  const std::string where = fmt::format(
+      "{} of host memory ({} available){}", format_bytes(static_cast<double>(m.host())), format_bytes(static_cast<double>(host)),
+      r.hessians_on_gpu ? fmt::format(" and {} on {} ({} free)", format_bytes(static_cast<double>(m.gpu())), gpu_name,
+                                      format_bytes(static_cast<double>(gpu)))
+                        : std::string());
+  log::info("quantize memory ({} samples x {} tokens): {} = {}", r.samples, r.seq_len, m.terms(), where);
+  if (m.host() <= host && m.gpu() <= gpu) return;
+  const std::int64_t n = budget::max_samples_that_fit(r, host, gpu);
+  throw UsageError(fmt::format("quantize: num_samples {} x max_seq_len {} needs {}: {}; {}", r.samples, r.seq_len, where, m.terms(),
+                               n > 0 ? fmt::format("num_samples {} fits at max_seq_len {} (or shorten max_seq_len)", n, r.seq_len)
+                                     : std::string("not even one sample fits: shorten max_seq_len, or use a machine with more memory")));
+}
+
 class QuantizeCommand : public Command {
  public:
   const char* name() const override { return "quantize"; }
@@ -82,7 +126,9 @@ class QuantizeCommand : public Command {
   void bind(config::Schema& s) override { config::bind(s, cfg_); }
   int run() override {
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
-    quant::QuantizeReport r = quant::quantize_model(quantize_options(cfg_));
+    const quant::QuantizeOptions options = quantize_options(cfg_);
+    check_job_memory(options);
+    quant::QuantizeReport r = quant::quantize_model(options);
     if (cfg_.json) {
       nlohmann::json j = {{"input", r.input},
                           {"output", r.output},

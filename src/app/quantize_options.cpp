@@ -51,6 +51,7 @@ quant::QuantizeOptions quantize_options(const config::QuantizeConfig& c) {
   o.damp_percent = c.damp_percent;
   o.desc_act = c.desc_act;
   o.dummy_weights = c.load_format == "dummy";
+  o.device = parse_device(c.device);
   o.max_shard_bytes = c.max_shard_bytes;
   o.gguf_type = c.gguf_type;
   if (c.imatrix == "auto") {

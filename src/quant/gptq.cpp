@@ -1,8 +1,5 @@
 #include "mo/quant/gptq.h"
 
-#include <cblas.h>
-#include <lapacke.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -16,38 +13,42 @@
 
 namespace mo::quant {
 
-HessianAccumulator::HessianAccumulator(std::int64_t dim) : dim_(dim), h_(static_cast<std::size_t>(dim * dim), 0.0) {}
+HessianAccumulator::HessianAccumulator(engine::Backend& backend, std::int64_t dim)
+    : b_(&backend), dim_(dim), h_(backend, static_cast<std::size_t>(dim * dim) * sizeof(double)) {}
 
 void HessianAccumulator::add(const float* x, std::int64_t n) {
   if (n <= 0) return;
-  const std::int64_t d = dim_;
-  // The batch's X^T X in f32 (BLAS speed), then folded into the f64 running mean.
-  std::unique_ptr<float[]> g(new float[static_cast<std::size_t>(d * d)]);
-  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(d), static_cast<int>(n), 1.0f, x, static_cast<int>(d), 0.0f, g.get(),
-              static_cast<int>(d));
-  const double keep = static_cast<double>(tokens_) / static_cast<double>(tokens_ + n);
+  b_->hessian_update(h_.as<double>(), x, n, dim_, tokens_);
   tokens_ += n;
-  const double a = 2.0 / static_cast<double>(tokens_);
-  for (std::int64_t i = 0; i < d; ++i) {
-    for (std::int64_t j = i; j < d; ++j) {
-      const double v = h_[i * d + j] * keep + a * static_cast<double>(g[i * d + j]);
-      h_[i * d + j] = v;
-      h_[j * d + i] = v;
-    }
-  }
+}
+
+void HessianAccumulator::add_host(const float* x, std::int64_t n) {
+  if (b_->device() == Device::cpu) return add(x, n);  // the CPU backends' memory is host memory
+  const std::size_t bytes = static_cast<std::size_t>(n * dim_) * sizeof(float);
+  if (staging_.bytes() < bytes) staging_ = engine::DeviceBuffer(*b_, bytes);
+  b_->upload(staging_.as(), x, bytes);
+  add(staging_.as<float>(), n);
+}
+
+std::vector<double> HessianAccumulator::h() const {
+  std::vector<double> out(static_cast<std::size_t>(dim_ * dim_));
+  b_->download(out.data(), h_.as(), out.size() * sizeof(double));
+  return out;
 }
 
 namespace {
 
-// Upper Cholesky factor U of H^-1 (H^-1 = U^T U), row-major; false when H is not positive definite.
-bool inverse_cholesky_upper(std::vector<double>& a, std::int64_t n) {
-  const int ni = static_cast<int>(n);
-  if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', ni, a.data(), ni) != 0) return false;
-  if (LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', ni, a.data(), ni) != 0) return false;
-  if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', ni, a.data(), ni) != 0) return false;
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < i; ++j) a[i * n + j] = 0.0;
-  return true;
+template <class T>
+engine::DeviceBuffer upload(engine::Backend& b, const std::vector<T>& v) {
+  engine::DeviceBuffer d(b, v.size() * sizeof(T));
+  b.upload(d.as(), v.data(), v.size() * sizeof(T));
+  return d;
+}
+template <class T>
+std::vector<T> download(engine::Backend& b, const engine::DeviceBuffer& d, std::size_t n) {
+  std::vector<T> v(n);
+  b.download(v.data(), d.as(), n * sizeof(T));
+  return v;
 }
 
 }  // namespace
@@ -106,17 +107,19 @@ GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, c
     h.swap(hp);
   }
 
+  engine::Backend& dev = hessian.backend();
   double mean_diag = 0;
   for (std::int64_t c = 0; c < cols; ++c) mean_diag += h[c * cols + c];
   mean_diag /= static_cast<double>(cols);
   double damp = options.damp_percent * mean_diag;
-  std::vector<double> u;
+  engine::DeviceBuffer a_dev(dev, h.size() * sizeof(double)), u_dev(dev, h.size() * sizeof(float));
   bool ok = false;
   for (int attempt = 0; attempt < 6 && !ok; ++attempt) {
     if (attempt > 0) damp = damp > 0 ? damp * 10 : 0.01 * mean_diag;
-    u = h;
-    for (std::int64_t c = 0; c < cols; ++c) u[c * cols + c] += damp;
-    ok = inverse_cholesky_upper(u, cols);
+    std::vector<double> a = h;
+    for (std::int64_t c = 0; c < cols; ++c) a[c * cols + c] += damp;
+    dev.upload(a_dev.as(), a.data(), a.size() * sizeof(double));
+    ok = dev.inverse_cholesky_upper(a_dev.as<double>(), cols, u_dev.as<float>());
   }
   if (!ok)
     throw Error(
@@ -124,50 +127,64 @@ GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, c
                     "(NaN or inf in the calibration inputs?)",
                     cols, damp));
   res.damp_used = damp;
-  std::vector<float> uf(u.begin(), u.end());
-  u.clear();
-  u.shrink_to_fit();
+  a_dev.reset();
+  h.clear();
+  h.shrink_to_fit();
 
-  std::vector<std::uint8_t> codes(static_cast<std::size_t>(rows * cols));  // [cols (permuted), rows]
+  // Parameter sets: per channel one, else one per group; fixed ones (per channel, static groups) up front,
+  // dynamic ones computed by the sweep where their group starts.
+  const std::int64_t n_sets = grouped ? static_cast<std::int64_t>(groups.size()) : 1;
+  std::vector<std::uint16_t> set_scales(static_cast<std::size_t>(n_sets) * R);
+  std::vector<std::int32_t> set_zeros(set_scales.size()), param_set(static_cast<std::size_t>(cols)), group_start(param_set.size(), 0);
+  for (std::int64_t g = 0; g < n_sets; ++g) {
+    const std::vector<GroupParams>* ps = !grouped ? &per_channel : static_groups ? &groups[g] : nullptr;
+    if (ps)
+      for (std::size_t r = 0; r < R; ++r) set_scales[g * R + r] = (*ps)[r].scale_f16, set_zeros[g * R + r] = (*ps)[r].zero;
+  }
+  for (std::int64_t c = 0; c < cols; ++c) {
+    param_set[c] = static_cast<std::int32_t>(!grouped ? 0 : static_groups ? perm[c] / gsize : c / gsize);
+    // From wt, which has not yet received this block's in-block updates: AutoGPTQ reads W, not W1.
+    if (grouped && !static_groups && c % gsize == 0) group_start[c] = static_cast<std::int32_t>(std::min(cols, c + gsize) - c);
+  }
+  engine::DeviceBuffer wt_dev = upload(dev, wt), sc_dev = upload(dev, set_scales), ze_dev = upload(dev, set_zeros),
+                       set_dev = upload(dev, param_set), start_dev = upload(dev, group_start);
+  wt.clear();
+  wt.shrink_to_fit();
   const std::int64_t block = std::max(1, options.block_size);
-  std::vector<float> w1(static_cast<std::size_t>(block * rows)), err1(w1.size());
-  const std::vector<GroupParams>* params = grouped ? nullptr : &per_channel;
-  double loss = 0;
+  engine::DeviceBuffer codes_dev(dev, static_cast<std::size_t>(rows * cols)), loss_dev(dev, R * sizeof(double)),
+      w1_dev(dev, static_cast<std::size_t>(block * rows) * sizeof(float)), err_dev(dev, w1_dev.bytes());
+  float* wt_d = wt_dev.as<float>();
+  const float* u_d = u_dev.as<float>();
   for (std::int64_t i1 = 0; i1 < cols; i1 += block) {
     const std::int64_t i2 = std::min(cols, i1 + block), count = i2 - i1;
-    std::copy_n(wt.begin() + i1 * rows, count * rows, w1.begin());
-    for (std::int64_t i = 0; i < count; ++i) {
-      const std::int64_t c = i1 + i;
-      if (static_groups) {
-        params = &groups[perm[c] / gsize];
-      } else if (grouped) {
-        // From wt, which has not yet received this block's in-block updates: AutoGPTQ reads W, not W1.
-        if (c % gsize == 0) column_group_params(c, groups[c / gsize]);
-        params = &groups[c / gsize];
-      }
-      const float d = uf[c * cols + c];
-      float* wc = w1.data() + i * rows;
-      float* ec = err1.data() + i * rows;
-      std::uint8_t* qc = codes.data() + c * rows;
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const GroupParams& p = (*params)[r];
-        const int q = quantize_value(wc[r], p, bits);
-        qc[r] = static_cast<std::uint8_t>(q);
-        const float deq = static_cast<float>(q - p.zero) * f16_to_f32(p.scale_f16);
-        const float e = (wc[r] - deq) / d;
-        ec[r] = e;
-        loss += static_cast<double>(e) * e;
-      }
-      if (i + 1 < count)
-        cblas_sger(CblasRowMajor, static_cast<int>(count - i - 1), static_cast<int>(rows), -1.0f, uf.data() + c * cols + c + 1, 1, ec, 1,
-                   wc + rows, static_cast<int>(rows));
-    }
+    dev.copy(w1_dev.as(), wt_d + i1 * rows, static_cast<std::size_t>(count * rows) * sizeof(float));
+    engine::GptqBlockArgs a;
+    a.w = w1_dev.as<float>();
+    a.w_start = wt_d + i1 * rows;
+    a.u = u_d + i1 * cols + i1;
+    a.ldu = cols;
+    a.err = err_dev.as<float>();
+    a.codes = codes_dev.as<std::uint8_t>() + i1 * rows;
+    a.scales = sc_dev.as<std::uint16_t>();
+    a.zeros = ze_dev.as<std::int32_t>();
+    a.param_set = set_dev.as<std::int32_t>() + i1;
+    a.group_start = start_dev.as<std::int32_t>() + i1;
+    a.loss = loss_dev.as<double>();
+    a.rows = rows;
+    a.count = count;
+    a.bits = bits;
+    a.sym = scheme.sym;
+    dev.gptq_block(a);
     // Lazy batch update: the block's errors reach all later columns in one GEMM.
     if (i2 < cols)
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(cols - i2), static_cast<int>(rows), static_cast<int>(count),
-                  -1.0f, uf.data() + i1 * cols + i2, static_cast<int>(cols), err1.data(), static_cast<int>(rows), 1.0f,
-                  wt.data() + i2 * rows, static_cast<int>(rows));
+      dev.gemm(true, false, cols - i2, rows, count, -1.0f, u_d + i1 * cols + i2, cols, a.err, rows, 1.0f, wt_d + i2 * rows, rows);
   }
+  const std::vector<std::uint8_t> codes =
+      download<std::uint8_t>(dev, codes_dev, static_cast<std::size_t>(rows * cols));  // [cols (permuted), rows]
+  set_scales = download<std::uint16_t>(dev, sc_dev, set_scales.size());
+  set_zeros = download<std::int32_t>(dev, ze_dev, set_zeros.size());
+  double loss = 0;
+  for (double l : download<double>(dev, loss_dev, R)) loss += l;
   res.loss = loss / 2;  // AutoGPTQ halves Losses before summing
 
   formats::QuantizedLinear& out = res.q;
@@ -186,10 +203,9 @@ GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, c
   out.scales.resize(R * n_groups);
   out.zeros.resize(R * n_groups);
   for (std::size_t g = 0; g < n_groups; ++g) {
-    const std::vector<GroupParams>& ps = grouped ? groups[g] : per_channel;
     for (std::size_t r = 0; r < R; ++r) {
-      out.scales[r * n_groups + g] = ps[r].scale_f16;
-      out.zeros[r * n_groups + g] = static_cast<std::uint8_t>(ps[r].zero);
+      out.scales[r * n_groups + g] = set_scales[g * R + r];
+      out.zeros[r * n_groups + g] = static_cast<std::uint8_t>(set_zeros[g * R + r]);
     }
   }
   return res;

@@ -41,7 +41,7 @@ struct Capture {
   }
   void observe(LinearId id, const float* x, std::int64_t n, std::int64_t dim) {
     if (id == LinearId::k || id == LinearId::v || id == LinearId::up) return;  // same input as q / gate
-    if (hessian && id == hessian_of) hessian->add(x, n);
+    if (hessian && id == hessian_of) hessian->add_host(x, n);
     auto& dst = in.of(id);
     for (std::int64_t r : rows) dst.insert(dst.end(), x + r * dim, x + (r + 1) * dim);
     if (stop_at_hessian && id == hessian_of) throw StageCaptured{};
@@ -170,7 +170,7 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
     Capture c = new_capture(total, s, need_inputs);
     if (gptq) {
       c.hessian_of = kStageInput[stage];
-      c.hessian = std::make_unique<HessianAccumulator>(w.cols(c.hessian_of));
+      c.hessian = std::make_unique<HessianAccumulator>(*s.device, w.cols(c.hessian_of));
       c.stop_at_hessian = true;
     }
     if (total > 0 && (need_inputs || gptq)) run_all(src, layer, hidden, starts, &c, false);

@@ -28,6 +28,7 @@ struct PipelineSettings {
   AwqOptions awq;
   LayerSelector skip;
   std::int64_t capture_tokens = 4096;  // calibration tokens kept per layer for AWQ's search and the sensitivity check
+  engine::Backend* device = nullptr;   // where GPTQ's Hessians and solve run (the CPU or a GPU)
 };
 
 struct QuantizedModule {

@@ -162,6 +162,12 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
                 rep.calibration_samples, rep.calibration_used_tokens, s.capture_tokens);
   }
 
+  // GPTQ's Hessians and solve run on the device asked for; the layer passes run on the CPU engine.
+  const auto pool = default_pool();
+  std::unique_ptr<engine::Backend> device = cfg.device == Device::cuda ? engine::make_cuda_backend(0) : engine::make_cpu_backend(*pool);
+  s.device = device.get();
+  if (s.method == Method::gptq) log::info("quantize: GPTQ's Hessians and solve run on {}", device->describe());
+
   io::StagedOutput staged(cfg.output_path, dummy ? std::string() : cfg.model_path);
   fs::create_directories(staged.temp_path());
   ShardWriter writer(staged.temp_path(), cfg.max_shard_bytes);

@@ -77,3 +77,30 @@ TEST_F(QuantizeCli, ProgressIsSparseWhenStderrIsNotATerminal) {
 }
 
 }  // namespace
+
+namespace {
+
+// The job's memory is printed before quantizing starts; a job this machine cannot hold is refused up
+// front, naming the terms and the num_samples that fits, and nothing is written.
+TEST_F(QuantizeCli, PrintsTheJobsMemoryBeforeItStarts) {
+  auto r = run_cli("quantize --model_path " + kStories + " --quant_method gptq --num_samples 4 --max_seq_len 32 --no-eval --threads 2" +
+                   " --output_path " + (dir_ / "q").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "quantize memory (4 samples x 32 tokens): hidden states 32.00 KiB + captured inputs")) << r.err;
+  EXPECT_TRUE(has(r.err, "+ GPTQ Hessians")) << r.err;
+}
+
+TEST_F(QuantizeCli, AJobThatDoesNotFitIsRefusedWithTheSamplesThatFit) {
+  const auto out = dir_ / "q";
+  auto r = run_cli(
+      "quantize --model_path llama-2-7b --load-format dummy --quant_method gptq --num_samples 100000 --max_seq_len 4096"
+      " --no-eval --output_path " +
+      out.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "quantize: num_samples 100000 x max_seq_len 4096 needs")) << r.err;
+  EXPECT_TRUE(has(r.err, "of host memory (")) << r.err;
+  EXPECT_TRUE(has(r.err, "fits at max_seq_len 4096")) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+}  // namespace

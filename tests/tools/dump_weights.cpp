@@ -25,6 +25,8 @@
 
 #include "mo/core/error.h"
 #include "mo/core/log.h"
+#include "mo/core/thread_pool.h"
+#include "mo/engine/backend.h"
 #include "mo/engine/ops/linear.h"
 #include "mo/engine/weights.h"
 #include "mo/formats/ggml_types.h"
@@ -176,7 +178,9 @@ int cmd_gptq(const std::vector<std::string>& a) {
   const auto w = read_floats(a[0]), x = read_floats(a[1]);
   const std::int64_t rows = std::stoll(a[2]), cols = std::stoll(a[3]);
   if (static_cast<std::int64_t>(w.size()) != rows * cols || x.size() % cols != 0) throw mo::UsageError("size mismatch");
-  mo::quant::HessianAccumulator h(cols);
+  mo::ThreadPool pool(1);
+  const auto backend = mo::engine::make_cpu_backend(pool);
+  mo::quant::HessianAccumulator h(*backend, cols);
   h.add(x.data(), static_cast<std::int64_t>(x.size()) / cols);
   mo::quant::GptqOptions o;
   o.desc_act = a[7] == "1";

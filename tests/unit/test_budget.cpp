@@ -5,6 +5,7 @@
 #include "mo/budget/budget.h"
 #include "mo/model/model_presets.h"
 #include "mo/budget/printer.h"
+#include "mo/budget/quant_job.h"
 #include "mo/core/error.h"
 
 namespace {
@@ -153,6 +154,51 @@ TEST(Budget, JsonHasTheTableFigures) {
   EXPECT_EQ(j["weight_format"], "awq-int4");
   EXPECT_TRUE(j["fits"].get<bool>());
   EXPECT_DOUBLE_EQ(j["bytes_per_gpu"]["total"].get<double>(), res.total_bytes);
+}
+
+}  // namespace
+
+namespace {
+
+// The quantize job's memory, term by term, on Llama-2-7B's shape (hidden 4096, ffn 11008, 32 heads).
+TEST(BudgetQuantJob, Llama2_7bGptqTermsFollowTheShape) {
+  mo::budget::QuantJobRequest r;
+  r.hp = mo::model::load_model_shape("llama-2-7b").hp;
+  r.method = "gptq";
+  r.samples = 128;
+  r.seq_len = 512;
+  const auto m = mo::budget::quant_job_memory(r);
+  EXPECT_EQ(m.hidden, 128ull * 512 * 4096 * 4);  // every calibration token's hidden state
+  EXPECT_EQ(m.captures, 4096ull * (4096 + 4096 + 4096 + 11008) * 4);
+  EXPECT_EQ(m.layer, (4ull * 4096 * 4096 + 3ull * 4096 * 11008) * 8);  // f32, read and written
+  EXPECT_EQ(m.hessians, 11008ull * 11008 * 28 + 4096ull * 11008 * 4);  // down_proj's input is the widest
+  EXPECT_EQ(m.host(), m.hidden + m.captures + m.layer + m.hessians);
+  r.hessians_on_gpu = true;
+  const auto g = mo::budget::quant_job_memory(r);
+  EXPECT_EQ(g.gpu(), m.hessians);
+  EXPECT_EQ(g.host(), m.host() - m.hessians);
+  // AWQ keeps only the samples its captures read, and no Hessian.
+  r.method = "awq";
+  r.hessians_on_gpu = false;
+  const auto a = mo::budget::quant_job_memory(r);
+  EXPECT_EQ(a.hidden, (4096ull + 512) * 4096 * 4);
+  EXPECT_EQ(a.hessians, 0u);
+}
+
+TEST(BudgetQuantJob, MaxSamplesThatFitIsTheLargestThatFits) {
+  mo::budget::QuantJobRequest r;
+  r.hp = mo::model::load_model_shape("llama-2-7b").hp;
+  r.method = "gptq";
+  r.seq_len = 512;
+  r.samples = 8;  // from 8 samples (4096 tokens) on, only the hidden states grow
+  const std::uint64_t per_sample = 512ull * 4096 * 4;
+  const std::uint64_t fixed = mo::budget::quant_job_memory(r).host() - 8 * per_sample;
+  r.samples = 1;
+  const std::uint64_t one = mo::budget::quant_job_memory(r).host();
+  r.samples = 1000;
+  EXPECT_EQ(mo::budget::max_samples_that_fit(r, fixed + 100 * per_sample + 5, 0), 100);
+  EXPECT_EQ(mo::budget::max_samples_that_fit(r, one, 0), 1);
+  EXPECT_EQ(mo::budget::max_samples_that_fit(r, one - 1, 0), 0);
 }
 
 }  // namespace

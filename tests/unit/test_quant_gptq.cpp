@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "mo/core/error.h"
+#include "mo/core/thread_pool.h"
+#include "mo/engine/backend.h"
 #include "mo/quant/gptq.h"
 #include "mo/quant/rtn.h"
 
@@ -15,6 +17,13 @@ using namespace mo;
 using namespace mo::quant;
 
 namespace {
+
+// GPTQ runs on a backend; these tests use the CPU one (tests/ops/quant_op_tests.h compares the GPU's).
+engine::Backend& cpu() {
+  static ThreadPool pool(1);
+  static const std::unique_ptr<engine::Backend> b = engine::make_cpu_backend(pool);
+  return *b;
+}
 
 constexpr std::int64_t kRows = 48, kCols = 160, kTokens = 600;  // 160 = 5 groups of 32, > one 128 block
 
@@ -60,7 +69,7 @@ double output_error(const std::vector<float>& x, const std::vector<float>& w, co
 }
 
 HessianAccumulator hessian_of(const std::vector<float>& x) {
-  HessianAccumulator h(kCols);
+  HessianAccumulator h(cpu(), kCols);
   h.add(x.data(), kTokens);
   return h;
 }
@@ -77,7 +86,7 @@ formats::QuantScheme scheme(int group, bool sym = false) {
 
 TEST(QuantGptq, HessianIsRunningMeanOfTwoOverNTimesXtX) {
   const std::vector<float> x = correlated_inputs(1);
-  HessianAccumulator h(kCols);
+  HessianAccumulator h(cpu(), kCols);
   h.add(x.data(), 100);
   h.add(x.data() + 100 * kCols, kTokens - 100);
   EXPECT_EQ(h.tokens(), kTokens);
@@ -168,6 +177,6 @@ TEST(QuantGptq, NonFiniteInputsThrow) {
 
 TEST(QuantGptq, HessianOfWrongSizeThrows) {
   const std::vector<float> w = random_weight(12);
-  HessianAccumulator h(kCols - 1);
+  HessianAccumulator h(cpu(), kCols - 1);
   EXPECT_THROW(gptq_quantize(w.data(), kRows, kCols, h, scheme(32), GptqOptions{}), Error);
 }

@@ -95,6 +95,32 @@ struct AttentionArgs {
   const float* v_cache_f32 = nullptr;
 };
 
+// One block of GPTQ's column sweep (AutoGPTQ fasterquant's inner loop). Every row is independent: for
+// each column i in order, compute the group params where a dynamic group starts, quantize, err = (w -
+// deq) / U_ii, and push the error into the block's later columns (w_j -= U_ij * err).
+struct GptqBlockArgs {
+  float* w = nullptr;              // [count, rows]: the block's columns (columns are rows here), swept in place
+  const float* w_start = nullptr;  // [count, rows]: the same before the sweep (dynamic group params read it)
+  const float* u = nullptr;        // the block's U: U_ij at u[i * ldu + j]
+  std::int64_t ldu = 0;
+  float* err = nullptr;                       // [count, rows] out
+  std::uint8_t* codes = nullptr;              // [count, rows] out
+  std::uint16_t* scales = nullptr;            // [param sets, rows] f16 bits: read, and written where a dynamic group starts
+  std::int32_t* zeros = nullptr;              // [param sets, rows]
+  const std::int32_t* param_set = nullptr;    // [count]: the params row each column uses
+  const std::int32_t* group_start = nullptr;  // [count]: n > 0 where a dynamic group of n columns starts, else 0
+  double* loss = nullptr;                     // [rows]: += err^2
+  std::int64_t rows = 0, count = 0;
+  int bits = 4;
+  bool sym = true;
+};
+
+// Sums over two outputs a and b (f64): the cosine and relative error of a quantized layer's output.
+struct ErrorSums {
+  double ab = 0, aa = 0, bb = 0, dd = 0;  // a.b, |a|^2, |b|^2, |a - b|^2
+  double max_abs = 0;                     // max |a - b|
+};
+
 struct DeviceMemory {
   std::size_t free = 0, total = 0;  // of the whole device (cudaMemGetInfo; host RAM for the CPU)
 };
@@ -137,6 +163,22 @@ class Backend {
   virtual void linear_multi(const float* x, std::int64_t n, const DeviceLinear* const* ws, float* const* ys, int count) {
     for (int i = 0; i < count; ++i) linear(x, n, *ws[i], ys[i]);
   }
+  // Quantization (GPTQ, AWQ's search, the sensitivity check, diagnose); f32 row-major unless a name says f64.
+  // C[m, n] = alpha * op(A) * op(B) + beta * C, op(X) = Xᵀ when trans_x: cblas_sgemm's contract (f32, no TF32).
+  virtual void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                    std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) = 0;
+  // GPTQ's Hessian as AutoGPTQ's running mean over x [n, d]: h = h * t/(t+n) + 2/(t+n) * xᵀx with t =
+  // tokens_before; h [d, d] f64, kept symmetric (xᵀx itself in f32, a rank-n syrk update).
+  virtual void hessian_update(double* h, const float* x, std::int64_t n, std::int64_t d, std::int64_t tokens_before) = 0;
+  // u [n, n] f32 = the upper Cholesky factor U of a⁻¹ (a⁻¹ = UᵀU), strict lower triangle 0, computed in
+  // f64 (potrf, potri, potrf); a is overwritten. False when a is not positive definite.
+  virtual bool inverse_cholesky_upper(double* a, std::int64_t n, float* u) = 0;
+  virtual void gptq_block(const GptqBlockArgs& a) = 0;
+  // w [rows, cols] becomes dequantize(quantize(w)) under formats/group_params.h's rule, in groups of
+  // `group` columns (the last may be shorter): AWQ's search scores scales with it.
+  virtual void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t group, int bits, bool sym) = 0;
+  virtual ErrorSums error_sums(const float* a, const float* b, std::int64_t n) = 0;  // waits for the result
+
   // True when the backend's memory is host memory and its linears read the stored formats in place
   // (LinearKind::host): weights are not copied, and callers may read its buffers directly.
   virtual bool host_formats() const { return false; }

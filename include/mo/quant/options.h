@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "mo/core/device.h"
 #include "mo/formats/quantized_linear.h"
 
 namespace mo::quant {
@@ -52,6 +53,7 @@ struct QuantizeOptions {
   double damp_percent = 0.01;            // GPTQ Hessian dampening
   bool desc_act = true;                  // GPTQ act-order
   bool dummy_weights = false;            // random weights of a preset's shape (speed/memory runs)
+  Device device = Device::cpu;           // where GPTQ's Hessians and solve run (the calibration passes run on the CPU)
   std::uint64_t max_shard_bytes = 2'000'000'000ull;
   std::string gguf_type = "q4_k_m";  // GGUF file type (method gguf)
   ImatrixSource imatrix = ImatrixSource::automatic;

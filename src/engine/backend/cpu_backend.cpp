@@ -82,6 +82,20 @@ class CpuBackend final : public Backend {
     ops::linear_multi(x, n, ms, std::span<float* const>(ys, static_cast<std::size_t>(count)), pool_, batching_);
   }
 
+  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
+            const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) override {
+    cpu_dev::gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  void hessian_update(double* h, const float* x, std::int64_t n, std::int64_t d, std::int64_t tokens_before) override {
+    cpu_dev::hessian_update(h, x, n, d, tokens_before);
+  }
+  bool inverse_cholesky_upper(double* a, std::int64_t n, float* u) override { return cpu_dev::inverse_cholesky_upper(a, n, u); }
+  void gptq_block(const GptqBlockArgs& a) override { cpu_dev::gptq_block(a); }
+  void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t group, int bits, bool sym) override {
+    cpu_dev::fake_quantize(w, rows, cols, group, bits, sym, pool_);
+  }
+  ErrorSums error_sums(const float* a, const float* b, std::int64_t n) override { return cpu_dev::error_sums(a, b, n); }
+
  private:
   static constexpr std::size_t kHeader = 64;       // keeps the returned pointer 64-byte aligned
   static constexpr std::int64_t kSplit = 1 << 14;  // elements below which threads cost more than they save

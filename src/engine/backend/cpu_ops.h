@@ -22,6 +22,15 @@ void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d);
 void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
               std::int64_t row);
 void attention(const AttentionArgs& a, ThreadPool& pool);
+// quant_cpu_dev.cpp: the quantization ops (Backend's contracts).
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
+          const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+void hessian_update(double* h, const float* x, std::int64_t n, std::int64_t d, std::int64_t tokens_before);
+bool inverse_cholesky_upper(double* a, std::int64_t n, float* u);
+void gptq_block(const GptqBlockArgs& a);
+void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t group, int bits, bool sym, ThreadPool& pool);
+ErrorSums error_sums(const float* a, const float* b, std::int64_t n);
+
 void f16_row_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
 
 }  // namespace mo::engine::cpu_dev

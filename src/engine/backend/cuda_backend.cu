@@ -23,6 +23,7 @@ class CudaBackend final : public Backend {
     MO_CUDA_CHECK("cudaGetDeviceProperties", cudaGetDeviceProperties(&p, ordinal));
     desc_ = fmt::format("cuda:{} {}, {:.1f} GiB, sm_{}{}", ordinal, p.name, p.totalGlobalMem / double(1ull << 30), p.major, p.minor);
     linear_ = std::make_unique<cuda_dev::LinearRunner>();  // its cuBLAS handle belongs to the device just set
+    quant_ = std::make_unique<cuda_dev::QuantRunner>();
     // Stream-ordered scratch (split attention) stays in the pool between steps instead of going back at each sync.
     cudaMemPool_t pool = nullptr;
     MO_CUDA_CHECK("cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&pool, ordinal));
@@ -104,11 +105,38 @@ class CudaBackend final : public Backend {
       count_alloc(static_cast<std::ptrdiff_t>(after) - static_cast<std::ptrdiff_t>(before));
   }
 
+  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
+            const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) override {
+    quant_->gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  void hessian_update(double* h, const float* x, std::int64_t n, std::int64_t d, std::int64_t tokens_before) override {
+    counted([&] { quant_->hessian_update(h, x, n, d, tokens_before); });
+  }
+  bool inverse_cholesky_upper(double* a, std::int64_t n, float* u) override { return quant_->inverse_cholesky_upper(a, n, u); }
+  void gptq_block(const GptqBlockArgs& a) override { quant_->gptq_block(a); }
+  void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t group, int bits, bool sym) override {
+    quant_->fake_quantize(w, rows, cols, group, bits, sym);
+  }
+  ErrorSums error_sums(const float* a, const float* b, std::int64_t n) override {
+    ErrorSums out;
+    counted([&] { out = quant_->error_sums(a, b, n); });
+    return out;
+  }
+
  private:
+  // The quantization scratch is device memory too: count it.
+  template <class Fn>
+  void counted(Fn fn) {
+    const std::size_t before = quant_->scratch_bytes();
+    fn();
+    if (const std::size_t after = quant_->scratch_bytes(); after != before)
+      count_alloc(static_cast<std::ptrdiff_t>(after) - static_cast<std::ptrdiff_t>(before));
+  }
   int ordinal_;
   std::string desc_;
   std::unordered_map<void*, std::size_t> sizes_;
   std::unique_ptr<cuda_dev::LinearRunner> linear_;
+  std::unique_ptr<cuda_dev::QuantRunner> quant_;
 };
 
 }  // namespace
