@@ -83,6 +83,42 @@ __global__ void add_bias_kernel(float* y, const float* bias, std::int64_t total,
   for (std::int64_t i = first_index(); i < total; i += grid_stride()) y[i] += bias[i % d];
 }
 
+__global__ void scale_columns_kernel(float* y, const float* s, std::int64_t total, std::int64_t d) {
+  for (std::int64_t i = first_index(); i < total; i += grid_stride()) y[i] *= s[i % d];
+}
+
+// One block per row i: max and sum over columns 0..i (shared-memory reductions), then normalize; zeros after.
+__global__ void causal_softmax_kernel(float* s, std::int64_t n, std::int64_t ld) {
+  __shared__ float red[kThreads];
+  const std::int64_t i = blockIdx.x;
+  float* row = s + i * ld;
+  const int tid = static_cast<int>(threadIdx.x);
+  float m = -INFINITY;
+  for (std::int64_t j = tid; j <= i; j += blockDim.x) m = fmaxf(m, row[j]);
+  red[tid] = m;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (tid < w) red[tid] = fmaxf(red[tid], red[tid + w]);
+    __syncthreads();
+  }
+  m = red[0];
+  __syncthreads();
+  float sum = 0.0f;
+  for (std::int64_t j = tid; j <= i; j += blockDim.x) {
+    const float e = expf(row[j] - m);
+    row[j] = e;
+    sum += e;
+  }
+  red[tid] = sum;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (tid < w) red[tid] += red[tid + w];
+    __syncthreads();
+  }
+  const float inv = 1.0f / red[0];
+  for (std::int64_t j = tid; j < n; j += blockDim.x) row[j] = j <= i ? row[j] * inv : 0.0f;
+}
+
 // One thread per element of the [n, row] K and V inputs; token t goes to row slots[t] of the caches.
 __global__ void kv_write_kernel(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots,
                                 std::int64_t total, std::int64_t row) {
@@ -132,6 +168,18 @@ void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) {
   if (n <= 0 || d <= 0) return;
   add_bias_kernel<<<grid_for(n * d), kThreads>>>(y, bias, n * d, d);
   MO_CUDA_CHECK("add_bias", cudaGetLastError());
+}
+
+void scale_columns(float* y, const float* s, std::int64_t n, std::int64_t d) {
+  if (n <= 0 || d <= 0) return;
+  scale_columns_kernel<<<grid_for(n * d), kThreads>>>(y, s, n * d, d);
+  MO_CUDA_CHECK("scale_columns", cudaGetLastError());
+}
+
+void causal_softmax(float* s, std::int64_t n, std::int64_t ld) {
+  if (n <= 0) return;
+  causal_softmax_kernel<<<static_cast<unsigned>(n), kThreads>>>(s, n, ld);
+  MO_CUDA_CHECK("causal_softmax", cudaGetLastError());
 }
 
 void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,

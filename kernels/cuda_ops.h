@@ -41,6 +41,9 @@ class QuantRunner {
   void gptq_block(const GptqBlockArgs& a);
   void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t group, int bits, bool sym);
   ErrorSums error_sums(const float* a, const float* b, std::int64_t n);
+  void quantize_delta(const float* w, std::int64_t ldw, std::int64_t rows, std::int64_t cols, const float* col_scale, const float* row_clip,
+                      std::int64_t group, int bits, bool sym, float* d);
+  void row_dots(const float* a, const float* b, std::int64_t rows, std::int64_t cols, double* out);  // out: host memory
   std::size_t scratch_bytes() const;
 
  private:
@@ -56,6 +59,8 @@ void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads,
 void silu_mul(float* gate, const float* up, std::int64_t n);
 void add(float* x, const float* y, std::int64_t n);
 void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d);
+void scale_columns(float* y, const float* s, std::int64_t n, std::int64_t d);
+void causal_softmax(float* s, std::int64_t n, std::int64_t ld);
 void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
               std::int64_t row);
 void attention(const AttentionArgs& a);

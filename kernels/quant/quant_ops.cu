@@ -88,6 +88,43 @@ __global__ void fake_quantize_kernel(float* w, std::int64_t rows, std::int64_t c
   for (std::int64_t i = 0; i < n; ++i) g[i] = formats::dequantize_code(formats::quantize_code(g[i], p, bits), p);
 }
 
+// One thread per (row, group): scale, clip, quantize-dequantize, unscale, minus the original.
+__global__ void quantize_delta_kernel(const float* w, std::int64_t ldw, std::int64_t rows, std::int64_t cols, const float* col_scale,
+                                      const float* row_clip, std::int64_t group, int bits, bool sym, float* d) {
+  const std::int64_t groups = (cols + group - 1) / group;
+  const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= rows * groups) return;
+  const std::int64_t r = idx / groups, c0 = (idx % groups) * group;
+  const std::int64_t n = cols - c0 < group ? cols - c0 : group;
+  const float* wg = w + r * ldw + c0;
+  float* g = d + r * cols + c0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    float v = col_scale ? wg[i] * col_scale[c0 + i] : wg[i];
+    if (row_clip) v = fminf(fmaxf(v, -row_clip[r]), row_clip[r]);
+    g[i] = v;
+  }
+  const formats::GroupParams p = formats::group_params(g, n, 1, bits, sym);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float q = formats::dequantize_code(formats::quantize_code(g[i], p, bits), p);
+    g[i] = (col_scale ? q / col_scale[c0 + i] : q) - wg[i];
+  }
+}
+
+// One block per row.
+__global__ void row_dots_kernel(const float* a, const float* b, std::int64_t cols, double* out) {
+  __shared__ double sh[kThreads];
+  const std::int64_t r = blockIdx.x;
+  double s = 0;
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += static_cast<double>(a[r * cols + c]) * b[r * cols + c];
+  sh[threadIdx.x] = s;
+  __syncthreads();
+  for (int step = kThreads / 2; step > 0; step /= 2) {
+    if (static_cast<int>(threadIdx.x) < step) sh[threadIdx.x] += sh[threadIdx.x + step];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[r] = sh[0];
+}
+
 // Block partial sums, folded with f64 atomics (max |a - b| as the bits of a non-negative double).
 __global__ void error_sums_kernel(const float* a, const float* b, std::int64_t n, double* out) {
   __shared__ double sh[5][kThreads];
@@ -125,8 +162,11 @@ struct QuantRunner::Impl {
   cusolverDnHandle_t solver = nullptr;
   float* g = nullptr;  // hessian_update's xᵀx scratch
   std::size_t g_bytes = 0;
+  double* dots = nullptr;  // row_dots' results
+  std::size_t dots_bytes = 0;
 
   ~Impl() {
+    if (dots) cudaFree(dots);
     if (g) cudaFree(g);
     if (solver) cusolverDnDestroy(solver);
     if (blas) cublasDestroy(blas);
@@ -153,7 +193,7 @@ struct QuantRunner::Impl {
 
 QuantRunner::QuantRunner() : impl_(std::make_unique<Impl>()) {}
 QuantRunner::~QuantRunner() = default;
-std::size_t QuantRunner::scratch_bytes() const { return impl_->g_bytes; }
+std::size_t QuantRunner::scratch_bytes() const { return impl_->g_bytes + impl_->dots_bytes; }
 
 void QuantRunner::gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                        std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
@@ -224,6 +264,29 @@ void QuantRunner::fake_quantize(float* w, std::int64_t rows, std::int64_t cols, 
   const std::int64_t groups = (cols + group - 1) / group;
   fake_quantize_kernel<<<blocks_for(rows * groups), kThreads>>>(w, rows, cols, group, bits, sym);
   check_launch("fake_quantize");
+}
+
+void QuantRunner::quantize_delta(const float* w, std::int64_t ldw, std::int64_t rows, std::int64_t cols, const float* col_scale,
+                                 const float* row_clip, std::int64_t group, int bits, bool sym, float* d) {
+  if (rows <= 0 || cols <= 0) return;
+  const std::int64_t groups = (cols + group - 1) / group;
+  quantize_delta_kernel<<<blocks_for(rows * groups), kThreads>>>(w, ldw, rows, cols, col_scale, row_clip, group, bits, sym, d);
+  check_launch("quantize_delta");
+}
+
+void QuantRunner::row_dots(const float* a, const float* b, std::int64_t rows, std::int64_t cols, double* out) {
+  if (rows <= 0) return;
+  const std::size_t bytes = static_cast<std::size_t>(rows) * sizeof(double);
+  if (bytes > impl_->dots_bytes) {
+    if (impl_->dots) MO_CUDA_CHECK("cudaFree", cudaFree(impl_->dots));
+    impl_->dots = nullptr;
+    impl_->dots_bytes = 0;
+    MO_CUDA_CHECK("cudaMalloc (row_dots)", cudaMalloc(&impl_->dots, bytes));
+    impl_->dots_bytes = bytes;
+  }
+  row_dots_kernel<<<static_cast<unsigned>(rows), kThreads>>>(a, b, cols, impl_->dots);
+  check_launch("row_dots");
+  MO_CUDA_CHECK("cudaMemcpy device to host", cudaMemcpy(out, impl_->dots, bytes, cudaMemcpyDeviceToHost));
 }
 
 ErrorSums QuantRunner::error_sums(const float* a, const float* b, std::int64_t n) {

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "mo/config/commands.h"
+#include "mo/core/device.h"
 #include "mo/core/error.h"
 #include "mo/core/thread_pool.h"
 #include "mo/diagnose/diagnose.h"
@@ -18,8 +19,6 @@ class DiagnoseCommand : public Command {
   const char* summary() const override { return "per-layer error of a quantized model against its original, with advice"; }
   void bind(config::Schema& s) override { config::bind(s, cfg_); }
   int run() override {
-    if (cfg_.device == "cuda")
-      throw UsageError("device: diagnose runs on the CPU engine (the reference) in this version; use --device cpu");
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
     diagnose::DiagnoseOptions opt;
     opt.original = cfg_.original;
@@ -30,6 +29,7 @@ class DiagnoseCommand : public Command {
     opt.num_samples = cfg_.num_samples;
     opt.max_seq_len = cfg_.max_seq_len;
     opt.seed = static_cast<std::uint64_t>(cfg_.seed);
+    opt.device = parse_device(cfg_.device);
     const diagnose::DiagnoseResult r = diagnose::run_diagnose(opt);
 
     diagnose::ReportPaths paths;

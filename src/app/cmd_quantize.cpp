@@ -45,7 +45,7 @@ eval::EvalSettings eval_settings_of(const config::QuantizeConfig& c) {
   s.tasks = c.eval_tasks;
   s.limit = c.eval_limit;
   s.latency = c.eval_latency;
-  s.device = parse_device(c.device);  // the evaluation runs where the user serves; quantizing itself is on the CPU
+  s.device = parse_device(c.device);
   return s;
 }
 
@@ -94,21 +94,21 @@ void check_job_memory(const quant::QuantizeOptions& o) {
   r.sensitivity_check = o.sensitivity_check;
   r.samples = o.num_samples;
   r.seq_len = o.max_seq_len;
-  r.hessians_on_gpu = o.device == Device::cuda && o.method == quant::Method::gptq;
+  r.on_gpu = o.device == Device::cuda;
   const budget::QuantJobMemory m = budget::quant_job_memory(r);
   const std::uint64_t host = available_memory_bytes();
   std::uint64_t gpu = 0;
   std::string gpu_name;
-  if (r.hessians_on_gpu) {
+  if (r.on_gpu) {
     const auto b = engine::make_cuda_backend(0);
     gpu = b->memory().free;
     gpu_name = b->describe();
   }
-  const std::string where = fmt::format(
-      "{} of host memory ({} available){}", format_bytes(static_cast<double>(m.host())), format_bytes(static_cast<double>(host)),
-      r.hessians_on_gpu ? fmt::format(" and {} on {} ({} free)", format_bytes(static_cast<double>(m.gpu())), gpu_name,
-                                      format_bytes(static_cast<double>(gpu)))
-                        : std::string());
+  const std::string where = fmt::format("{} of host memory ({} available){}", format_bytes(static_cast<double>(m.host())),
+                                        format_bytes(static_cast<double>(host)),
+                                        r.on_gpu ? fmt::format(" and {} on {} ({} free)", format_bytes(static_cast<double>(m.gpu())),
+                                                               gpu_name, format_bytes(static_cast<double>(gpu)))
+                                                 : std::string());
   log::info("quantize memory ({} samples x {} tokens): {} = {}", r.samples, r.seq_len, m.terms(), where);
   if (m.host() <= host && m.gpu() <= gpu) return;
   const std::int64_t n = budget::max_samples_that_fit(r, host, gpu);
@@ -141,6 +141,7 @@ class QuantizeCommand : public Command {
                           {"output_bytes", r.output_bytes},
                           {"seconds", r.seconds},
                           {"peak_rss_bytes", r.peak_rss},
+                          {"peak_device_bytes", r.peak_device},
                           {"notes", r.notes}};
       if (cfg_.eval && cfg_.load_format != "dummy") {
         std::string verdict;
@@ -160,7 +161,8 @@ class QuantizeCommand : public Command {
                                format_bytes(r.output_bytes), static_cast<double>(r.input_bytes) / static_cast<double>(r.output_bytes));
     else
       std::cout << fmt::format("  size: {} of tensor data\n", format_bytes(r.output_bytes));
-    std::cout << fmt::format("  time: {}, peak memory {}\n", format_duration(r.seconds), format_bytes(r.peak_rss));
+    std::cout << fmt::format("  time: {}, peak memory {}{}\n", format_duration(r.seconds), format_bytes(r.peak_rss),
+                             r.device.empty() ? std::string() : fmt::format(" (host), {} on {}", format_bytes(r.peak_device), r.device));
     std::cout << fmt::format("  decisions: {} of {} modules differ from the request (see {})\n", changed, r.decisions.size(),
                              r.output.ends_with(".gguf") ? r.output + ".decisions.jsonl" : r.output + "/decisions.jsonl");
     std::cout << fmt::format("  suggested name: {}\n", r.name_suggestion);

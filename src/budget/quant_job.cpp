@@ -22,20 +22,38 @@ QuantJobMemory quant_job_memory(const QuantJobRequest& r) {
   m.hidden = kept * h * 4;
   m.captures = std::min<std::uint64_t>(tokens, static_cast<std::uint64_t>(r.capture_tokens)) * (h + q_dim + h + ffn) * 4;
   const std::uint64_t layer_params = q_dim * h + 2 * kv_dim * h + h * q_dim + 3 * h * ffn;
+  m.on_gpu = r.on_gpu;
   m.layer = layer_params * 4 * 2;
+  // On a GPU, with the layer's f32 copy: one sample's activations through the block (normed input, q, attention
+  // output, k/v then gate/up, the f32 attention weights [seq, seq]) and its f16 K/V.
+  const std::uint64_t L = static_cast<std::uint64_t>(r.seq_len);
+  const std::uint64_t block = L * (h + 2 * q_dim + std::max(2 * kv_dim, 2 * ffn) + L) * 4 + L * kv_dim * 4;
+  m.layer_gpu = r.on_gpu ? layer_params * 4 + block : 0;
   if (gptq && tokens > 0) {
     const std::uint64_t d = std::max({h, q_dim, ffn});
     const std::uint64_t rows = d == ffn ? h : std::max({q_dim, h, ffn});
-    m.hessians = d * d * (8 * 3 + 4) + rows * d * 4;
+    m.hessians_host_part = d * d * 16 + rows * d * 4;
+    m.hessians = m.hessians_host_part + d * d * 20 + rows * d * 4;
   }
-  m.hessians_on_gpu = r.hessians_on_gpu;
+  // Scoring on the backend: the sensitivity check's x, W, Wq, y and yq per linear; AWQ's sampled tokens, the
+  // group's weights, a candidate's delta, the Gram matrix and the product per scaling group.
+  const std::uint64_t n = std::min<std::uint64_t>(tokens, static_cast<std::uint64_t>(r.capture_tokens));
+  std::uint64_t scoring = 0;
+  const std::uint64_t shapes[4][3] = {
+      {q_dim + 2 * kv_dim, q_dim, h}, {h, h, q_dim}, {2 * ffn, ffn, h}, {h, h, ffn}};  // group rows, widest, cols
+  for (const auto& [group_rows, rows, cols] : shapes) {
+    if (r.sensitivity_check) scoring = std::max(scoring, n * cols + 2 * rows * cols + 2 * n * rows);
+    if (r.method == "awq") scoring = std::max(scoring, n * cols + group_rows * cols + rows * cols + rows * std::max(cols, n) + cols * cols);
+  }
+  m.scoring = tokens > 0 ? scoring * 4 : 0;
   return m;
 }
 
 std::string QuantJobMemory::terms() const {
   std::string s = fmt::format("hidden states {} + captured inputs {} + one layer {}", format_bytes(static_cast<double>(hidden)),
-                              format_bytes(static_cast<double>(captures)), format_bytes(static_cast<double>(layer)));
-  if (hessians > 0) s += fmt::format(" + GPTQ Hessians {}{}", format_bytes(static_cast<double>(hessians)), hessians_on_gpu ? " (GPU)" : "");
+                              format_bytes(static_cast<double>(captures)), format_bytes(static_cast<double>(layer + layer_gpu)));
+  if (hessians > 0) s += fmt::format(" + GPTQ Hessians {}", format_bytes(static_cast<double>(hessians)));
+  if (scoring > 0) s += fmt::format(" + error scoring {}", format_bytes(static_cast<double>(scoring)));
   return s;
 }
 

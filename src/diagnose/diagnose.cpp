@@ -11,7 +11,10 @@
 #include "mo/core/error.h"
 #include "mo/core/log.h"
 #include "mo/core/progress.h"
+#include "mo/core/strings.h"
 #include "mo/core/thread_pool.h"
+#include "mo/engine/backend.h"
+#include "mo/engine/device_model.h"
 #include "mo/engine/ops/linear.h"
 #include "mo/eval/text_metrics.h"
 #include "mo/quant/calibration.h"
@@ -90,36 +93,56 @@ quant::CalibrationSet load_samples(const DiagnoseOptions& opt, const DiagModel& 
   return quant::load_calibration(co, *src.tok, src.files->chat_template());
 }
 
-// Per-linear inputs of one layer run: x [n, dim] for each of the 7 linears.
-struct Captured {
-  std::array<std::vector<float>, 7> x;
-  engine::LinearObserver observer() {
-    return
-        [this](int, LinearId id, const float* in, std::int64_t n, std::int64_t dim) { x[static_cast<int>(id)].assign(in, in + n * dim); };
-  }
+// Both models' per-layer ops run over one backend: the host backend (the CPU engine's kernels, weights
+// read in place) or a device (CUDA; or the CPU backend in device layouts, the CUDA path's reference in
+// tests), where both models are uploaded and every hidden state, linear output and sum stays on it.
+struct Side {
+  engine::DeviceModel& model;
+  const engine::ModelWeights& weights;
 };
+
+// Per-linear inputs of one layer run: x [n, dim] for each of the 7 linears, in the backend's memory.
+struct Captured {
+  engine::Backend& b;
+  std::array<engine::DeviceBuffer, 7> x;
+  explicit Captured(engine::Backend& backend) : b(backend) {}
+  engine::LinearObserver observer() {
+    return [this](int, LinearId id, const float* in, std::int64_t n, std::int64_t dim) {
+      const std::size_t bytes = static_cast<std::size_t>(n * dim) * sizeof(float);
+      auto& buf = x[static_cast<int>(id)];
+      if (buf.bytes() != bytes) buf = engine::DeviceBuffer(b, bytes);
+      b.copy(buf.as(), in, bytes);
+    };
+  }
+  const float* of(LinearId id) const { return x[static_cast<int>(id)].as<float>(); }
+};
+
+std::vector<float> download_floats(engine::Backend& b, const float* p, std::int64_t count) {
+  std::vector<float> v(static_cast<std::size_t>(count));
+  b.download(v.data(), p, v.size() * sizeof(float));
+  return v;
+}
 
 // AWQ folds a per-input-channel scale into the layer before each linear (the norms, v_proj, up_proj),
 // so its linears expect x / s, not the original x, and up_proj (v_proj without GQA) output y / s'.
 // The scale is read off the two models' inputs on the same hidden state, per channel by least squares:
 // exact for q/k/v/gate/up (only a norm lies between), and up to the upstream quantization error for
-// o_proj and down_proj.
-std::vector<double> awq_scales(const std::vector<float>& xo, const std::vector<float>& xq, std::int64_t n, std::int64_t dim) {
+// o_proj and down_proj. Computed on the host (O(tokens x width), against the linears' O(tokens x width x rows)).
+std::vector<float> awq_scales(engine::Backend& b, const float* xo_dev, const float* xq_dev, std::int64_t n, std::int64_t dim,
+                              bool reciprocal) {
+  const std::vector<float> xo = download_floats(b, xo_dev, n * dim), xq = download_floats(b, xq_dev, n * dim);
   std::vector<double> num(static_cast<std::size_t>(dim)), den(static_cast<std::size_t>(dim));
   for (std::int64_t t = 0; t < n; ++t)
     for (std::int64_t c = 0; c < dim; ++c) {
       num[c] += static_cast<double>(xo[t * dim + c]) * xq[t * dim + c];
       den[c] += static_cast<double>(xo[t * dim + c]) * xo[t * dim + c];
     }
-  for (std::int64_t c = 0; c < dim; ++c) num[c] = den[c] > 0 && num[c] != 0 ? num[c] / den[c] : 1.0;
-  return num;
-}
-
-// y[:, c] *= factor(scale[c]) for y [n, dim].
-void scale_columns(float* y, std::int64_t n, std::int64_t dim, const std::vector<double>& scale, bool divide) {
-  for (std::int64_t t = 0; t < n; ++t)
-    for (std::int64_t c = 0; c < dim; ++c)
-      y[t * dim + c] = static_cast<float>(divide ? y[t * dim + c] / scale[c] : y[t * dim + c] * scale[c]);
+  std::vector<float> s(static_cast<std::size_t>(dim));
+  for (std::int64_t c = 0; c < dim; ++c) {
+    const double v = den[c] > 0 && num[c] != 0 ? num[c] / den[c] : 1.0;
+    s[c] = static_cast<float>(reciprocal ? 1.0 / v : v);
+  }
+  return s;
 }
 
 struct LayerAccumulators {
@@ -129,8 +152,11 @@ struct LayerAccumulators {
 
 class Runner {
  public:
-  Runner(const DiagnoseOptions& opt, DiagModel& o, DiagModel& q) : opt_(opt), o_(o), q_(q), hp_(o.engine->hparams()) {
+  Runner(const DiagnoseOptions& opt, DiagModel& o, DiagModel& q, engine::Backend& b, Side so, Side sq)
+      : opt_(opt), o_(o), q_(q), b_(b), so_(so), sq_(sq), hp_(o.engine->hparams()) {
     awq_ = q.files->quantization_config().is_object() && q.files->quantization_config().value("quant_method", "") == "awq";
+    const std::vector<float> minus(static_cast<std::size_t>(hp_.hidden_size), -1.0f);
+    minus_ones_ = upload(minus);
   }
   bool awq() const { return awq_; }
 
@@ -138,10 +164,11 @@ class Runner {
   void start(const std::vector<std::vector<std::int32_t>>& samples) {
     samples_ = &samples;
     for (const auto& s : samples) {
-      ho_.emplace_back(s.size() * hp_.hidden_size);
-      hq_.emplace_back(s.size() * hp_.hidden_size);
-      o_.engine->embed(s, ho_.back().data());
-      q_.engine->embed(s, hq_.back().data());
+      const std::size_t bytes = s.size() * static_cast<std::size_t>(hp_.hidden_size) * sizeof(float);
+      ho_.emplace_back(b_, bytes);
+      hq_.emplace_back(b_, bytes);
+      so_.model.embed(s, ho_.back().as<float>());
+      sq_.model.embed(s, hq_.back().as<float>());
     }
   }
 
@@ -150,21 +177,20 @@ class Runner {
     const std::int64_t h = hp_.hidden_size;
     for (std::size_t s = 0; s < samples_->size(); ++s) {
       const std::int64_t n = static_cast<std::int64_t>((*samples_)[s].size());
-      std::vector<float> in = ho_[s];
-      Captured co, cq, cl;
+      float* ho = ho_[s].as<float>();
+      // minus_in = -(the layer's input), so that ho + minus_in and local + minus_in are the residual updates.
+      engine::DeviceBuffer minus_in = copy_of(ho, n * h), local = copy_of(ho, n * h);
+      b_.scale_columns(minus_in.as<float>(), minus_ones_.as<float>(), n, h);
+      Captured co(b_), cq(b_), cl(b_);
       const auto obs_o = co.observer(), obs_q = cq.observer(), obs_l = cl.observer();
-      o_.engine->run_layer(L, ho_[s].data(), n, 0, &obs_o);
+      so_.model.run_layer(L, ho, n, 0, &obs_o);
       // Local view of the whole layer: the quantized layer on the original's input.
-      std::vector<float> local = in;
-      q_.engine->run_layer(L, local.data(), n, 0, awq_ ? &obs_l : nullptr);
-      std::vector<float> d_o(in.size()), d_q(in.size());
-      for (std::size_t i = 0; i < in.size(); ++i) {
-        d_o[i] = ho_[s][i] - in[i];
-        d_q[i] = local[i] - in[i];
-      }
-      acc.layer_local.add(d_o.data(), d_q.data(), n * h);
-      q_.engine->run_layer(L, hq_[s].data(), n, 0, &obs_q);
-      acc.layer_cum.add(ho_[s].data(), hq_[s].data(), n * h);
+      sq_.model.run_layer(L, local.as<float>(), n, 0, awq_ ? &obs_l : nullptr);
+      b_.add(local.as<float>(), minus_in.as<float>(), n * h);
+      b_.add(minus_in.as<float>(), ho, n * h);  // now ho - in
+      acc.layer_local.add(b_.error_sums(minus_in.as<float>(), local.as<float>(), n * h), n * h);
+      sq_.model.run_layer(L, hq_[s].as<float>(), n, 0, &obs_q);
+      acc.layer_cum.add(b_.error_sums(ho, hq_[s].as<float>(), n * h), n * h);
       for (LinearId id : quant::kAllLinears) compare_linear(L, id, n, co, cq, cl, acc);
     }
     return finish_layer(L, acc);
@@ -178,8 +204,8 @@ class Runner {
     for (std::size_t s = 0; s < samples_->size(); ++s) {
       const std::int64_t n = static_cast<std::int64_t>((*samples_)[s].size());
       std::vector<float> lo(n * V), lq(n * V);
-      o_.engine->logits(ho_[s].data(), n, lo.data());
-      q_.engine->logits(hq_[s].data(), n, lq.data());
+      so_.model.logits(ho_[s].as<float>(), n, lo.data());
+      sq_.model.logits(hq_[s].as<float>(), n, lq.data());
       for (std::int64_t t = 0; t < n; ++t) {
         bool top1 = false;
         kls.push_back(eval::kl_divergence_row(lo.data() + t * V, lq.data() + t * V, V, &top1));
@@ -199,37 +225,51 @@ class Runner {
   }
 
  private:
+  engine::DeviceBuffer upload(const std::vector<float>& v) {
+    engine::DeviceBuffer d(b_, v.size() * sizeof(float));
+    b_.upload(d.as(), v.data(), d.bytes());
+    return d;
+  }
+  engine::DeviceBuffer copy_of(const float* p, std::int64_t count) {
+    engine::DeviceBuffer d(b_, static_cast<std::size_t>(count) * sizeof(float));
+    b_.copy(d.as(), p, d.bytes());
+    return d;
+  }
+
   void compare_linear(int L, LinearId id, std::int64_t n, const Captured& co, const Captured& cq, const Captured& cl,
                       LayerAccumulators& acc) {
-    const engine::Matrix& wo = matrix_of(o_.engine->weights().layers[L], id);
-    const engine::Matrix& wq = matrix_of(q_.engine->weights().layers[L], id);
-    const auto& xo = co.x[static_cast<int>(id)];
-    const auto& xq = cq.x[static_cast<int>(id)];
-    std::vector<float> y_o(n * wo.rows), y_local(n * wo.rows), y_cum(n * wo.rows);
-    const std::shared_ptr<ThreadPool> pool = default_pool();
-    ops::linear(xo.data(), n, wo, y_o.data(), *pool);
+    const engine::Matrix& wo = matrix_of(so_.weights.layers[L], id);
+    const std::int64_t rows = wo.rows, cols = wo.cols, out = n * rows;
+    const std::size_t out_bytes = static_cast<std::size_t>(out) * sizeof(float);
+    engine::DeviceBuffer y_o(b_, out_bytes), y_local(b_, out_bytes), y_cum(b_, out_bytes);
+    so_.model.linear(L, id, co.of(id), n, y_o.as<float>());
     if (awq_) {
-      std::vector<float> x = xo;
-      scale_columns(x.data(), n, wo.cols, awq_scales(xo, cl.x[static_cast<int>(id)], n, wo.cols), false);
-      ops::linear(x.data(), n, wq, y_local.data(), *pool);
+      engine::DeviceBuffer x = copy_of(co.of(id), n * cols);
+      const engine::DeviceBuffer s = upload(awq_scales(b_, co.of(id), cl.of(id), n, cols, false));
+      b_.scale_columns(x.as<float>(), s.as<float>(), n, cols);
+      sq_.model.linear(L, id, x.as<float>(), n, y_local.as<float>());
     } else {
-      ops::linear(xo.data(), n, wq, y_local.data(), *pool);
+      sq_.model.linear(L, id, co.of(id), n, y_local.as<float>());
     }
-    ops::linear(xq.data(), n, wq, y_cum.data(), *pool);
+    sq_.model.linear(L, id, cq.of(id), n, y_cum.as<float>());
     // AWQ's scale of down_proj (o_proj) lives in up_proj's (v_proj's) rows: undo it on their outputs.
     const LinearId next = id == LinearId::up ? LinearId::down : LinearId::o;
-    if (awq_ && (id == LinearId::up || (id == LinearId::v && wo.rows == hp_.num_heads * hp_.head_dim))) {
-      const auto s = awq_scales(co.x[static_cast<int>(next)], cl.x[static_cast<int>(next)], n, wo.rows);
-      scale_columns(y_local.data(), n, wo.rows, s, true);
-      scale_columns(y_cum.data(), n, wo.rows, s, true);
+    if (awq_ && (id == LinearId::up || (id == LinearId::v && rows == hp_.num_heads * hp_.head_dim))) {
+      const engine::DeviceBuffer inv = upload(awq_scales(b_, co.of(next), cl.of(next), n, rows, true));
+      b_.scale_columns(y_local.as<float>(), inv.as<float>(), n, rows);
+      b_.scale_columns(y_cum.as<float>(), inv.as<float>(), n, rows);
     }
-    if (id == LinearId::q || id == LinearId::k) {
-      const auto from = q_.engine->weights().rope_style, to = o_.engine->weights().rope_style;
-      align_qk_output(y_local.data(), n, wo.rows, hp_.head_dim, from, to);
-      align_qk_output(y_cum.data(), n, wo.rows, hp_.head_dim, from, to);
+    const auto from = sq_.weights.rope_style, to = so_.weights.rope_style;
+    if ((id == LinearId::q || id == LinearId::k) && from != to) {
+      // GGUF against HF: a row permutation, done on the host (only when the two files differ in it).
+      for (engine::DeviceBuffer* y : {&y_local, &y_cum}) {
+        std::vector<float> host = download_floats(b_, y->as<float>(), out);
+        align_qk_output(host.data(), n, rows, hp_.head_dim, from, to);
+        b_.upload(y->as(), host.data(), out_bytes);
+      }
     }
-    acc.local[static_cast<int>(id)].add(y_o.data(), y_local.data(), n * wo.rows);
-    acc.cum[static_cast<int>(id)].add(y_o.data(), y_cum.data(), n * wo.rows);
+    acc.local[static_cast<int>(id)].add(b_.error_sums(y_o.as<float>(), y_local.as<float>(), out), out);
+    acc.cum[static_cast<int>(id)].add(b_.error_sums(y_o.as<float>(), y_cum.as<float>(), out), out);
   }
 
   LayerDiag finish_layer(int L, const LayerAccumulators& acc) {
@@ -242,7 +282,7 @@ class Runner {
     // flagged, as only they can be kept out of quantization.
     d.block_below = d.local.cosine < opt_.threshold;
     for (LinearId id : quant::kAllLinears) {
-      const engine::Matrix& wo = matrix_of(o_.engine->weights().layers[L], id);
+      const engine::Matrix& wo = matrix_of(so_.weights.layers[L], id);
       LinearDiag l;
       l.layer = L;
       l.name = engine::linear_name(id);
@@ -267,11 +307,21 @@ class Runner {
   const DiagnoseOptions& opt_;
   DiagModel& o_;
   DiagModel& q_;
+  engine::Backend& b_;
+  Side so_, sq_;
   const model::Hparams& hp_;
   const std::vector<std::vector<std::int32_t>>* samples_ = nullptr;
   bool awq_ = false;
-  std::vector<std::vector<float>> ho_, hq_;  // per sample [n, hidden]: each model's hidden state so far
+  engine::DeviceBuffer minus_ones_;
+  std::vector<engine::DeviceBuffer> ho_, hq_;  // per sample [n, hidden]: each model's hidden state so far
 };
+
+// The backend both models run on, per the options.
+std::unique_ptr<engine::Backend> make_diag_backend(const DiagnoseOptions& opt) {
+  if (opt.device == Device::cuda) return engine::make_cuda_backend(0);
+  if (opt.device_path_on_cpu) return engine::make_cpu_backend(*default_pool());
+  return engine::make_host_backend(*default_pool(), ops::Batching::invariant);
+}
 
 }  // namespace
 
@@ -296,7 +346,13 @@ DiagnoseResult run_diagnose(const DiagnoseOptions& opt) {
   for (const auto& s : set.samples) r.tokens += static_cast<std::int64_t>(s.size());
   r.threshold = opt.threshold;
 
-  Runner run(opt, o, q);
+  const std::unique_ptr<engine::Backend> backend = make_diag_backend(opt);
+  // Device layouts upload both models (the original's floats in f16); the host backend reads them in place.
+  engine::DeviceModel model_o(o.engine->weights(), *backend), model_q(q.engine->weights(), *backend);
+  if (!backend->host_formats())
+    log::info("diagnose: both models on {} ({} + {} of weights)", backend->describe(), format_bytes(model_o.weight_bytes()),
+              format_bytes(model_q.weight_bytes()));
+  Runner run(opt, o, q, *backend, Side{model_o, o.engine->weights()}, Side{model_q, q.engine->weights()});
   run.start(set.samples);
   const int layers = static_cast<int>(o.engine->hparams().num_layers);
   Progress progress("diagnose", layers, "layers");

@@ -18,6 +18,15 @@ void MetricAccumulator::add(const float* original, const float* quantized, std::
   count_ += n;
 }
 
+void MetricAccumulator::add(const engine::ErrorSums& s, std::int64_t n) {
+  dot_ += s.ab;
+  norm_o_ += s.aa;
+  norm_q_ += s.bb;
+  diff2_ += s.dd;
+  max_abs_ = std::max(max_abs_, s.max_abs);
+  count_ += n;
+}
+
 Metrics MetricAccumulator::result() const {
   Metrics m;
   if (norm_o_ > 0 && norm_q_ > 0)

@@ -176,6 +176,44 @@ DeviceModel::DeviceModel(const ModelWeights& w, Backend& backend) : b_(backend),
   b_.synchronize();
 }
 
+DeviceModel::DeviceModel(const model::Hparams& hp, RopeStyle rope_style, const std::vector<float>& rope_freq_factors, Backend& backend)
+    : b_(backend), hp_(hp), rope_style_(rope_style) {
+  if (b_.host_formats()) throw Error("DeviceModel: layer streaming is for device backends (the host backend reads the weights in place)");
+  if (!rope_freq_factors.empty()) rope_factors_ = upload_floats(rope_freq_factors);
+  layers_.resize(static_cast<std::size_t>(hp.num_layers));
+}
+
+void DeviceModel::set_layer(int layer, const LayerF32View& l) {
+  if (layer < 0 || layer >= static_cast<int>(layers_.size())) throw Error(fmt::format("set_layer: no layer {}", layer));
+  const std::int64_t h = hp_.hidden_size, qd = hp_.num_heads * hp_.head_dim, kvd = hp_.num_kv_heads * hp_.head_dim,
+                     ffn = hp_.intermediate_size;
+  const std::int64_t shape[7][2] = {{qd, h}, {kvd, h}, {kvd, h}, {h, qd}, {ffn, h}, {ffn, h}, {h, ffn}};
+  Layer& d = layers_[layer];
+  auto floats = [&](const std::vector<float>* v) { return v && !v->empty() ? upload_floats(*v) : DeviceBuffer(); };
+  d.attn_norm = floats(l.attn_norm);
+  d.ffn_norm = floats(l.ffn_norm);
+  d.bq = floats(l.bq);
+  d.bk = floats(l.bk);
+  d.bv = floats(l.bv);
+  for (int i = 0; i < 7; ++i) {
+    const std::size_t bytes = static_cast<std::size_t>(shape[i][0] * shape[i][1]) * sizeof(float);
+    d.streamed[i] = DeviceBuffer(b_, bytes);
+    b_.upload(d.streamed[i].as(), l.linear[i], bytes);
+    DeviceLinear& L = d.lin[i];
+    L = DeviceLinear{};
+    L.kind = LinearKind::f32;
+    L.rows = shape[i][0];
+    L.cols = shape[i][1];
+    L.weight = d.streamed[i].as();
+    L.bytes = bytes;
+  }
+}
+
+void DeviceModel::drop_layer(int layer) {
+  if (layer < 0 || layer >= static_cast<int>(layers_.size())) return;
+  layers_[layer] = Layer{};
+}
+
 void DeviceModel::rebind(const ModelWeights& w) {
   if (!b_.host_formats()) return;  // uploaded copies do not move
   w_ = &w;
@@ -307,7 +345,19 @@ DeviceModel::Step DeviceModel::prepare(std::span<const SeqChunk> chunks, const K
   return s;
 }
 
-void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv, float* hidden, const LinearObserver* observer) {
+void DeviceModel::self_attention_f32(const float* q, const float* k, const float* v, std::int64_t n, float scale, float* out) {
+  const std::int64_t hd = hp_.head_dim, nh = hp_.num_heads, nkv = hp_.num_kv_heads, qd = nh * hd, kvd = nkv * hd;
+  float* w = scratch(10, static_cast<std::size_t>(n * n));
+  for (std::int64_t head = 0; head < nh; ++head) {
+    const std::int64_t kvh = head / (nh / nkv);
+    b_.gemm(false, true, n, n, hd, scale, q + head * hd, qd, k + kvh * hd, kvd, 0.0f, w, n);
+    b_.causal_softmax(w, n, n);
+    b_.gemm(false, false, n, hd, n, 1.0f, w, n, v + kvh * hd, kvd, 0.0f, out + head * hd, qd);
+  }
+}
+
+void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv, float* hidden, const LinearObserver* observer,
+                             bool exact_self) {
   const std::int64_t n = s.n, h = hp_.hidden_size, hd = hp_.head_dim, nh = hp_.num_heads, nkv = hp_.num_kv_heads;
   const std::int64_t qd = nh * hd, kvd = nkv * hd, ffn = hp_.intermediate_size;
   const float eps = static_cast<float>(hp_.rms_norm_eps);
@@ -321,7 +371,7 @@ void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv,
   float* work = scratch(4, chunk * std::max(2 * kvd, 2 * ffn));  // k, v; later gate, up
   float* k = work;
   float* v = work + chunk * kvd;
-  // Observers see host buffers: only the host backend has them.
+  // Observers see the backend's buffers (host memory for the host backend).
   auto observe = [&](LinearId id, const float* x, std::int64_t dim) {
     if (observer) (*observer)(li, id, x, n, dim);
   };
@@ -348,6 +398,7 @@ void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv,
     if (const float* b = floats_of(li, 4)) b_.add_bias(v, b, m, kvd);
     b_.rope(qc, s.pos + t0, m, nh, hd, theta, fscale, factors, rope_style_);
     b_.rope(k, s.pos + t0, m, nkv, hd, theta, fscale, factors, rope_style_);
+    if (exact_self) continue;  // attention reads k and v where they are (every row: chunk == n off the host)
     if (f32_kv)
       kv.write(kv_layer, std::span<const int>(s.host_slots.data() + t0, static_cast<std::size_t>(m)), k, v);
     else
@@ -363,7 +414,10 @@ void DeviceModel::layer_step(int li, int kv_layer, const Step& s, KvStorage& kv,
     a.k_cache = kc;
     a.v_cache = vc;
   }
-  b_.attention(a);
+  if (exact_self)
+    self_attention_f32(q, k, v, n, a.scale, att);
+  else
+    b_.attention(a);
   observe(LinearId::o, att, qd);
   const DeviceLinear wo = linear_of(li, LinearId::o), wg = linear_of(li, LinearId::gate), wu = linear_of(li, LinearId::up),
                      wd = linear_of(li, LinearId::down);
@@ -425,41 +479,56 @@ std::vector<float> DeviceModel::forward(std::span<const SeqChunk> chunks, KvStor
   return out;
 }
 
-void DeviceModel::embed(std::span<const std::int32_t> tokens, float* hidden) const {
-  if (!host()) throw Error("embed: per-layer access needs the host backend");
+void DeviceModel::embed(std::span<const std::int32_t> tokens, float* hidden) {
   const std::int64_t h = hp_.hidden_size;
-  for (std::size_t t = 0; t < tokens.size(); ++t) {
+  for (std::size_t t = 0; t < tokens.size(); ++t)
     if (tokens[t] < 0 || tokens[t] >= hp_.vocab_size)
       throw Error(fmt::format("token id {} is outside the vocabulary [0, {})", tokens[t], hp_.vocab_size));
-    ops::matrix_row(w_->token_embd, tokens[t], hidden + static_cast<std::int64_t>(t) * h);
+  if (host()) {
+    for (std::size_t t = 0; t < tokens.size(); ++t) ops::matrix_row(w_->token_embd, tokens[t], hidden + static_cast<std::int64_t>(t) * h);
+    return;
   }
+  if (embd_.as() == nullptr) throw Error("embed: this device model streams layers and has no embedding table");
+  if (tokens.empty()) return;
+  DeviceBuffer ids(b_, tokens.size() * sizeof(std::int32_t));
+  b_.upload(ids.as(), tokens.data(), ids.bytes());
+  b_.embedding(embd_.as<std::uint16_t>(), h, ids.as<std::int32_t>(), static_cast<std::int64_t>(tokens.size()), hidden);
+}
+
+void DeviceModel::linear(int layer, LinearId id, const float* x, std::int64_t n, float* y) {
+  if (!host() && (layer < 0 || layer >= static_cast<int>(layers_.size()) || layers_[layer].lin[0].weight == nullptr))
+    throw Error(fmt::format("linear: layer {} has no weights on the device", layer));
+  if (n > 0) b_.linear(x, n, linear_of(layer, id), y);
 }
 
 void DeviceModel::run_layer(int layer, float* hidden, std::int64_t n, std::int32_t start_pos, const LinearObserver* observer) {
-  if (!host()) throw Error("run_layer: per-layer access needs the host backend");
-  // The block over a private one-layer f32 KV cache holding just this block (exact K/V for the quantizers).
+  // The block over a private one-layer KV cache holding just this block, f32 (exact K/V for the quantizers) on
+  // the host; a device keeps f16 caches only, so there attention runs in f32 over the block's own K/V instead.
   if (start_pos != 0) throw Error("run_layer: the block must start at position 0 (it attends only to itself)");
-  if (layer < 0 || layer >= static_cast<int>(w_->layers.size())) throw Error(fmt::format("run_layer: no layer {}", layer));
+  const int layers = host() ? static_cast<int>(w_->layers.size()) : static_cast<int>(layers_.size());
+  if (layer < 0 || layer >= layers) throw Error(fmt::format("run_layer: no layer {}", layer));
+  if (!host() && layers_[layer].lin[0].weight == nullptr)
+    throw Error(fmt::format("run_layer: layer {} has no weights on the device", layer));
   if (n <= 0) return;
   KvLayout L;
   L.num_layers = 1;
   L.num_kv_heads = static_cast<int>(hp_.num_kv_heads);
   L.head_dim = static_cast<int>(hp_.head_dim);
   L.block_size = 16;
-  L.dtype = KvDtype::f32;
+  L.dtype = host() ? KvDtype::f32 : KvDtype::f16;
   const int blocks = static_cast<int>((n + L.block_size - 1) / L.block_size);
-  KvStorage kv(L, blocks);
+  KvStorage kv(L, blocks, host() ? nullptr : &b_);
   std::vector<int> table(blocks), slots(n);
   for (int b = 0; b < blocks; ++b) table[b] = b;
   for (std::int64_t i = 0; i < n; ++i) slots[i] = static_cast<int>(i);
   std::vector<std::int32_t> dummy_tokens(n, 0);
   SeqChunk c{dummy_tokens, 0, slots, table, false};
   const Step s = prepare(std::span<const SeqChunk>(&c, 1), kv);
-  layer_step(layer, 0, s, kv, hidden, observer);
+  layer_step(layer, 0, s, kv, hidden, observer, !host());
 }
 
 void DeviceModel::logits(const float* hidden, std::int64_t n, float* out) {
-  if (!host()) throw Error("logits: per-layer access needs the host backend");
+  if (!host() && head_.weight == nullptr) throw Error("logits: this device model streams layers and has no output head");
   std::vector<std::int32_t> rows(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) rows[i] = static_cast<std::int32_t>(i);
   head_rows(hidden, rows, out);

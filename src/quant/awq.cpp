@@ -1,7 +1,5 @@
 #include "mo/quant/awq.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -9,9 +7,6 @@
 #include <fmt/format.h>
 
 #include "mo/core/error.h"
-#include "mo/core/half.h"
-#include "mo/core/thread_pool.h"
-#include "mo/quant/rtn.h"
 
 namespace mo::quant {
 
@@ -21,13 +16,6 @@ namespace {
 
 int index_of(LinearId id) { return static_cast<int>(id); }  // kAllLinears is in enum order
 
-// Replaces w[0..n) by its RTN reconstruction as one group (the rounding the final quantize_rtn does).
-void fake_quant_group(float* w, std::int64_t n, const formats::QuantScheme& scheme) {
-  const GroupParams p = find_group_params(w, n, 1, scheme);
-  const float s = f16_to_f32(p.scale_f16);
-  for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<float>(quantize_value(w[i], p, scheme.bits) - p.zero) * s;
-}
-
 // Rows of x ([n, dim]) at evenly spaced token positions, at most `want` of them.
 std::vector<float> sample_tokens(const std::vector<float>& x, std::int64_t n, std::int64_t dim, std::int64_t want) {
   const std::int64_t t = std::min(n, std::max<std::int64_t>(1, want));
@@ -36,36 +24,37 @@ std::vector<float> sample_tokens(const std::vector<float>& x, std::int64_t n, st
   return out;
 }
 
-// Per-row output error of a weight perturbation D ([rows, k]) on tokens X ([t, k], leading dim ldx):
-// err[r] = mean over tokens of (x . d_r)^2. With k < t the Gram form d_r (X^T X / t) d_r^T is cheaper.
+engine::DeviceBuffer upload(engine::Backend& b, const float* src, std::size_t count) {
+  engine::DeviceBuffer d(b, count * sizeof(float));
+  b.upload(d.as(), src, d.bytes());
+  return d;
+}
+engine::DeviceBuffer upload(engine::Backend& b, const std::vector<float>& v) { return upload(b, v.data(), v.size()); }
+
+// Per-row output error of a weight perturbation D ([rows, k], device memory) on tokens X ([t, k], leading
+// dim ldx, device memory): err[r] = mean over tokens of (x . d_r)^2. With k < t the Gram form
+// d_r (X^T X / t) d_r^T is cheaper.
 class OutputError {
  public:
-  OutputError(const float* x, std::int64_t t, std::int64_t k, std::int64_t ldx) : x_(x), t_(t), k_(k), ldx_(ldx), gram_(k < t) {
+  OutputError(engine::Backend& b, const float* x, std::int64_t t, std::int64_t k, std::int64_t ldx)
+      : b_(b), x_(x), t_(t), k_(k), ldx_(ldx), gram_(k < t) {
     if (gram_) {
-      g_.resize(static_cast<std::size_t>(k * k));
-      cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(k), static_cast<int>(t), 1.0f / static_cast<float>(t), x,
-                  static_cast<int>(ldx), 0.0f, g_.data(), static_cast<int>(k));
-      for (std::int64_t i = 0; i < k; ++i)
-        for (std::int64_t j = 0; j < i; ++j) g_[i * k + j] = g_[j * k + i];
+      g_ = engine::DeviceBuffer(b, static_cast<std::size_t>(k * k) * sizeof(float));
+      b.gemm(true, false, k, k, t, 1.0f / static_cast<float>(t), x, ldx, x, ldx, 0.0f, g_.as<float>(), k);
     }
   }
 
   void per_row(const float* d, std::int64_t rows, std::vector<double>& err) {
     err.assign(static_cast<std::size_t>(rows), 0.0);
-    const int ri = static_cast<int>(rows), ki = static_cast<int>(k_), ti = static_cast<int>(t_);
+    const std::int64_t width = gram_ ? k_ : t_;
+    if (tmp_.bytes() < static_cast<std::size_t>(rows * width) * sizeof(float))
+      tmp_ = engine::DeviceBuffer(b_, static_cast<std::size_t>(rows * width) * sizeof(float));
     if (gram_) {
-      tmp_.resize(static_cast<std::size_t>(rows * k_));
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ri, ki, ki, 1.0f, d, ki, g_.data(), ki, 0.0f, tmp_.data(), ki);
-      for (std::int64_t r = 0; r < rows; ++r) {
-        double s = 0;
-        for (std::int64_t j = 0; j < k_; ++j) s += static_cast<double>(tmp_[r * k_ + j]) * d[r * k_ + j];
-        err[r] = s;
-      }
+      b_.gemm(false, false, rows, k_, k_, 1.0f, d, k_, g_.as<float>(), k_, 0.0f, tmp_.as<float>(), k_);
+      b_.row_dots(tmp_.as<float>(), d, rows, k_, err.data());
     } else {
-      tmp_.resize(static_cast<std::size_t>(t_ * rows));
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ti, ri, ki, 1.0f, x_, static_cast<int>(ldx_), d, ki, 0.0f, tmp_.data(), ri);
-      for (std::int64_t i = 0; i < t_; ++i)
-        for (std::int64_t r = 0; r < rows; ++r) err[r] += static_cast<double>(tmp_[i * rows + r]) * tmp_[i * rows + r];
+      b_.gemm(false, true, rows, t_, k_, 1.0f, d, k_, x_, ldx_, 0.0f, tmp_.as<float>(), t_);
+      b_.row_dots(tmp_.as<float>(), tmp_.as<float>(), rows, t_, err.data());
       for (double& e : err) e /= static_cast<double>(t_);
     }
   }
@@ -78,10 +67,11 @@ class OutputError {
   }
 
  private:
+  engine::Backend& b_;
   const float* x_;
   std::int64_t t_, k_, ldx_;
   bool gram_;
-  std::vector<float> g_, tmp_;
+  engine::DeviceBuffer g_, tmp_;
   std::vector<double> row_err_;
 };
 
@@ -93,38 +83,25 @@ struct ScaleGroup {
   bool shapes_ok = true;
 };
 
-// Output MSE of the group's non-skipped linears when their weights are RTN(W * s) / s.
-double scaled_rtn_error(const LayerF32& layer, const std::vector<LinearId>& active, const std::vector<float>& s,
-                        const formats::QuantScheme& scheme, OutputError& oe) {
-  const std::int64_t cols = static_cast<std::int64_t>(s.size());
+// Output MSE of the group's non-skipped linears (device copies `w`, in `active` order) when their weights
+// are RTN(W * s) / s, s in device memory.
+double scaled_rtn_error(engine::Backend& b, const LayerF32& layer, const std::vector<LinearId>& active,
+                        const std::vector<engine::DeviceBuffer>& w, const float* s, std::int64_t cols, const formats::QuantScheme& scheme,
+                        OutputError& oe, engine::DeviceBuffer& d) {
   const std::int64_t g = scheme.effective_group(cols);
   double err = 0;
   std::int64_t total_rows = 0;
-  std::vector<float> d;
-  for (LinearId id : active) {
-    const std::int64_t rows = layer.rows(id);
-    const float* w = layer.weight(id).data();
-    d.resize(static_cast<std::size_t>(rows * cols));
-    default_pool()->parallel_for(
-        0, rows,
-        [&](std::int64_t r0, std::int64_t r1, int) {
-          for (std::int64_t r = r0; r < r1; ++r) {
-            float* dr = d.data() + r * cols;
-            const float* wr = w + r * cols;
-            for (std::int64_t c = 0; c < cols; ++c) dr[c] = wr[c] * s[c];
-            for (std::int64_t c0 = 0; c0 < cols; c0 += g) fake_quant_group(dr + c0, std::min(g, cols - c0), scheme);
-            for (std::int64_t c = 0; c < cols; ++c) dr[c] = dr[c] / s[c] - wr[c];
-          }
-        },
-        16);
-    err += oe.total(d.data(), rows);
+  for (std::size_t i = 0; i < active.size(); ++i) {
+    const std::int64_t rows = layer.rows(active[i]);
+    b.quantize_delta(w[i].as<float>(), cols, rows, cols, s, nullptr, g, scheme.bits, scheme.sym, d.as<float>());
+    err += oe.total(d.as<float>(), rows);
     total_rows += rows;
   }
   return err / static_cast<double>(total_rows);
 }
 
-AwqGroupReport search_scales(const LayerF32& layer, const LayerInputs& inputs, const ScaleGroup& group, const bool skip[7],
-                             const formats::QuantScheme& scheme, const AwqOptions& opt, std::vector<float>& best) {
+AwqGroupReport search_scales(engine::Backend& b, const LayerF32& layer, const LayerInputs& inputs, const ScaleGroup& group,
+                             const bool skip[7], const formats::QuantScheme& scheme, const AwqOptions& opt, std::vector<float>& best) {
   AwqGroupReport rep;
   rep.name = group.name;
   best.clear();
@@ -162,10 +139,23 @@ AwqGroupReport search_scales(const LayerF32& layer, const LayerInputs& inputs, c
   std::vector<float> w_mean(static_cast<std::size_t>(cols));
   for (std::int64_t c = 0; c < cols; ++c) w_mean[c] = static_cast<float>(w_sum[c] / static_cast<double>(total_rows));
 
-  const std::vector<float> xs = sample_tokens(x, n, cols, opt.search_tokens);
-  OutputError oe(xs.data(), static_cast<std::int64_t>(xs.size()) / cols, cols, cols);
+  // The candidates are scored on the device: the sampled tokens, the group's weights, each grid point's scales.
+  const engine::DeviceBuffer xs = upload(b, sample_tokens(x, n, cols, opt.search_tokens));
+  OutputError oe(b, xs.as<float>(), static_cast<std::int64_t>(xs.bytes() / sizeof(float)) / cols, cols, cols);
+  std::vector<engine::DeviceBuffer> dw;
+  std::int64_t max_rows = 0;
+  for (LinearId id : active) {
+    dw.push_back(upload(b, layer.weight(id)));
+    max_rows = std::max(max_rows, layer.rows(id));
+  }
+  engine::DeviceBuffer d(b, static_cast<std::size_t>(max_rows * cols) * sizeof(float)),
+      ds(b, static_cast<std::size_t>(cols) * sizeof(float));
+  auto error_of = [&](const std::vector<float>& scales) {
+    b.upload(ds.as(), scales.data(), ds.bytes());
+    return scaled_rtn_error(b, layer, active, dw, ds.as<float>(), cols, scheme, oe, d);
+  };
   std::vector<float> s(static_cast<std::size_t>(cols), 1.0f);
-  rep.error_plain = scaled_rtn_error(layer, active, s, scheme, oe);
+  rep.error_plain = error_of(s);
   double best_err = std::numeric_limits<double>::infinity();
   for (int i = 0; i < opt.grid; ++i) {
     const float ratio = static_cast<float>(i) / static_cast<float>(opt.grid);
@@ -182,7 +172,7 @@ AwqGroupReport search_scales(const LayerF32& layer, const LayerInputs& inputs, c
       v /= norm;
       if (!std::isfinite(v)) v = 1.0f;
     }
-    const double err = scaled_rtn_error(layer, active, s, scheme, oe);
+    const double err = error_of(s);
     if (err < best_err) {
       best_err = err;
       rep.ratio = ratio;
@@ -217,44 +207,37 @@ void apply_scales(LayerF32& layer, LayerInputs& inputs, const ScaleGroup& group,
 }
 
 // AutoAWQ's _compute_best_clip for one linear: per (row, group) the max|w| shrink with the lowest
-// output MSE of that group's partial dot products; weights are then clamped to it.
-void clip_linear(std::vector<float>& w, std::int64_t rows, std::int64_t cols, const std::vector<float>& x, std::int64_t n,
-                 const formats::QuantScheme& scheme, const AwqOptions& opt, AwqLayerReport& rep) {
-  const std::vector<float> xs = sample_tokens(x, n, cols, opt.clip_tokens);
-  const std::int64_t t = static_cast<std::int64_t>(xs.size()) / cols, g = scheme.effective_group(cols);
+// output MSE of that group's partial dot products; weights are then clamped to it. The candidates are
+// scored on the device.
+void clip_linear(engine::Backend& b, std::vector<float>& w, std::int64_t rows, std::int64_t cols, const std::vector<float>& x,
+                 std::int64_t n, const formats::QuantScheme& scheme, const AwqOptions& opt, AwqLayerReport& rep) {
+  const engine::DeviceBuffer xs = upload(b, sample_tokens(x, n, cols, opt.clip_tokens)), dw = upload(b, w);
+  const std::int64_t t = static_cast<std::int64_t>(xs.bytes() / sizeof(float)) / cols, g = scheme.effective_group(cols);
   const int steps = static_cast<int>(opt.max_shrink * opt.grid);
-  std::vector<float> wg, d;
-  std::vector<float> amax(static_cast<std::size_t>(rows)), best_max(amax.size());
+  std::vector<float> amax(static_cast<std::size_t>(rows)), best_max(amax.size()), clip(amax.size());
   std::vector<double> err, best_err(amax.size());
+  engine::DeviceBuffer d(b, static_cast<std::size_t>(rows * std::min(g, cols)) * sizeof(float)), dclip(b, clip.size() * sizeof(float));
   for (std::int64_t c0 = 0; c0 < cols; c0 += g) {
     const std::int64_t k = std::min(g, cols - c0);
-    OutputError oe(xs.data() + c0, t, k, cols);
-    wg.resize(static_cast<std::size_t>(rows * k));
-    d.resize(wg.size());
+    OutputError oe(b, xs.as<float>() + c0, t, k, cols);
     for (std::int64_t r = 0; r < rows; ++r) {
-      std::copy_n(w.begin() + r * cols + c0, k, wg.begin() + r * k);
       float m = 0;
-      for (std::int64_t j = 0; j < k; ++j) m = std::max(m, std::fabs(wg[r * k + j]));
+      for (std::int64_t j = 0; j < k; ++j) m = std::max(m, std::fabs(w[r * cols + c0 + j]));
       amax[r] = best_max[r] = m;
     }
     for (int i = 0; i < steps; ++i) {
       const float shrink = 1.0f - static_cast<float>(i) / static_cast<float>(opt.grid);
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const float mv = amax[r] * shrink;
-        float* dr = d.data() + r * k;
-        const float* wr = wg.data() + r * k;
-        for (std::int64_t j = 0; j < k; ++j) dr[j] = std::clamp(wr[j], -mv, mv);
-        fake_quant_group(dr, k, scheme);
-        for (std::int64_t j = 0; j < k; ++j) dr[j] -= wr[j];
-      }
-      oe.per_row(d.data(), rows, err);
+      for (std::int64_t r = 0; r < rows; ++r) clip[r] = amax[r] * shrink;
+      b.upload(dclip.as(), clip.data(), dclip.bytes());
+      b.quantize_delta(dw.as<float>() + c0, cols, rows, k, nullptr, dclip.as<float>(), k, scheme.bits, scheme.sym, d.as<float>());
+      oe.per_row(d.as<float>(), rows, err);
       for (std::int64_t r = 0; r < rows; ++r) {
         if (i == 0) {
           rep.clip_error_before += err[r];
           best_err[r] = err[r];
         } else if (err[r] < best_err[r]) {
           best_err[r] = err[r];
-          best_max[r] = amax[r] * shrink;
+          best_max[r] = clip[r];
         }
       }
     }
@@ -271,7 +254,7 @@ void clip_linear(std::vector<float>& w, std::int64_t rows, std::int64_t cols, co
 }  // namespace
 
 AwqLayerReport awq_transform_layer(LayerF32& layer, LayerInputs& inputs, const formats::QuantScheme& scheme, const AwqOptions& options,
-                                   const bool skip[7]) {
+                                   const bool skip[7], engine::Backend& device) {
   if (inputs.n <= 0) throw Error("AWQ: no captured calibration tokens for the layer");
   for (LinearId id : kAllLinears) {
     if (static_cast<std::int64_t>(layer.weight(id).size()) != layer.rows(id) * layer.cols(id))
@@ -293,14 +276,15 @@ AwqLayerReport awq_transform_layer(LayerF32& layer, LayerInputs& inputs, const f
   AwqLayerReport rep;
   std::vector<std::vector<float>> scales(groups.size());
   for (std::size_t i = 0; i < groups.size(); ++i)
-    rep.groups.push_back(search_scales(layer, inputs, groups[i], skip, scheme, options, scales[i]));
+    rep.groups.push_back(search_scales(device, layer, inputs, groups[i], skip, scheme, options, scales[i]));
   for (std::size_t i = 0; i < groups.size(); ++i)
     if (rep.groups[i].applied) apply_scales(layer, inputs, groups[i], scales[i]);
 
   if (options.clip) {
     // q and k are left alone: their outputs meet in the q.k product, which a per-linear error ignores.
     for (LinearId id : {LinearId::v, LinearId::o, LinearId::gate, LinearId::up, LinearId::down})
-      if (!skip[index_of(id)]) clip_linear(layer.weight(id), layer.rows(id), layer.cols(id), inputs.of(id), inputs.n, scheme, options, rep);
+      if (!skip[index_of(id)])
+        clip_linear(device, layer.weight(id), layer.rows(id), layer.cols(id), inputs.of(id), inputs.n, scheme, options, rep);
   }
   return rep;
 }

@@ -27,6 +27,7 @@ struct StageCaptured {};
 // GPTQ the Hessian of one stage's input (over all tokens). Without a Hessian the samples are the
 // observed_samples() already, taken whole (stride 1) up to the cap.
 struct Capture {
+  engine::Backend* device = nullptr;  // the memory the observed inputs are in
   LayerInputs in;
   std::int64_t stride = 1, cap = 0;
   std::vector<std::int64_t> rows;               // the current sample's rows to keep
@@ -41,9 +42,21 @@ struct Capture {
   }
   void observe(LinearId id, const float* x, std::int64_t n, std::int64_t dim) {
     if (id == LinearId::k || id == LinearId::v || id == LinearId::up) return;  // same input as q / gate
-    if (hessian && id == hessian_of) hessian->add_host(x, n);
+    if (hessian && id == hessian_of) hessian->add(x, n);
     auto& dst = in.of(id);
-    for (std::int64_t r : rows) dst.insert(dst.end(), x + r * dim, x + (r + 1) * dim);
+    if (device->device() == Device::cpu) {
+      for (std::int64_t r : rows) dst.insert(dst.end(), x + r * dim, x + (r + 1) * dim);
+    } else {
+      // From a GPU: one download per run of consecutive rows (a whole sample when every row is kept).
+      for (std::size_t i = 0; i < rows.size();) {
+        std::size_t e = i + 1;
+        while (e < rows.size() && rows[e] == rows[e - 1] + 1) ++e;
+        const std::size_t at = dst.size(), count = (e - i) * static_cast<std::size_t>(dim);
+        dst.resize(at + count);
+        device->download(dst.data() + at, x + rows[i] * dim, count * sizeof(float));
+        i = e;
+      }
+    }
     if (stop_at_hessian && id == hessian_of) throw StageCaptured{};
   }
   void end_sample() { in.n += static_cast<std::int64_t>(rows.size()); }
@@ -69,27 +82,51 @@ std::int64_t capture_stride(std::int64_t total, std::int64_t cap) { return cap >
 
 Capture new_capture(std::int64_t total, const PipelineSettings& s, bool need_inputs) {
   Capture cap;
+  cap.device = s.device;
   cap.cap = need_inputs ? std::min(s.capture_tokens, total) : 0;
   cap.stride = s.method == Method::gptq ? capture_stride(total, cap.cap) : 1;
   return cap;
 }
 
-void run_all(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts, Capture* cap,
-             bool keep_output) {
+// The source's CPU engine, or the device model the layer is streamed to.
+void install(SourceModel& src, const PipelineSettings& s, int layer, const LayerF32& w) {
+  if (!s.device_model) return src.install_layer(layer, w);
+  const engine::LayerWeights& lw = src.weights().layers[layer];
+  engine::DeviceModel::LayerF32View v;
+  v.attn_norm = &w.attn_norm;
+  v.ffn_norm = &w.ffn_norm;
+  v.bq = &lw.bq;
+  v.bk = &lw.bk;
+  v.bv = &lw.bv;
+  for (LinearId id : kAllLinears) v.linear[index_of(id)] = w.weight(id).data();
+  s.device_model->set_layer(layer, v);
+}
+void release(SourceModel& src, const PipelineSettings& s, int layer) {
+  if (s.device_model) return s.device_model->drop_layer(layer);
+  src.release_layer(layer);
+}
+
+void run_all(SourceModel& src, const PipelineSettings& s, int layer, float* hidden, std::int64_t total,
+             const std::vector<std::int64_t>& starts, Capture* cap, bool keep_output) {
   const std::int64_t h = src.hp().hidden_size;
-  const std::int64_t total = static_cast<std::int64_t>(hidden.size()) / h;
-  std::vector<float> tmp;
+  engine::DeviceBuffer tmp;
   engine::LinearObserver obs = [&](int, LinearId id, const float* x, std::int64_t n, std::int64_t dim) { cap->observe(id, x, n, dim); };
-  for (std::size_t s = 0; s < starts.size(); ++s) {
-    const std::int64_t first = starts[s], n = (s + 1 < starts.size() ? starts[s + 1] : total) - first;
-    float* rows = hidden.data() + first * h;
+  auto run = [&](float* rows, std::int64_t n) {
+    if (s.device_model) return s.device_model->run_layer(layer, rows, n, 0, cap ? &obs : nullptr);
+    src.engine().run_layer(layer, rows, n, 0, cap ? &obs : nullptr);
+  };
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const std::int64_t first = starts[i], n = (i + 1 < starts.size() ? starts[i + 1] : total) - first;
+    float* rows = hidden + first * h;
     if (cap) cap->begin_sample(first, n);
     if (keep_output) {
-      src.engine().run_layer(layer, rows, n, 0, cap ? &obs : nullptr);
+      run(rows, n);
     } else {
-      tmp.assign(rows, rows + n * h);
+      const std::size_t bytes = static_cast<std::size_t>(n * h) * sizeof(float);
+      if (tmp.bytes() < bytes) tmp = engine::DeviceBuffer(*s.device, bytes);
+      s.device->copy(tmp.as(), rows, bytes);
       try {
-        src.engine().run_layer(layer, tmp.data(), n, 0, cap ? &obs : nullptr);
+        run(tmp.as<float>(), n);
       } catch (const StageCaptured&) {}
     }
     if (cap) cap->end_sample();
@@ -156,13 +193,12 @@ std::vector<std::size_t> observed_samples(const std::vector<std::int64_t>& lengt
   return out;
 }
 
-LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts,
+LayerOutcome quantize_layer(SourceModel& src, int layer, float* hidden, std::int64_t total, const std::vector<std::int64_t>& starts,
                             const PipelineSettings& s) {
   LayerOutcome out;
   LayerF32 w = src.decode_layer(layer);
-  src.install_layer(layer, w);
+  install(src, s, layer, w);
 
-  const std::int64_t total = hidden.empty() ? 0 : static_cast<std::int64_t>(hidden.size()) / src.hp().hidden_size;
   const bool gptq = s.method == Method::gptq;
   const bool need_inputs = s.method == Method::awq || s.sensitivity_check;
   // One capture pass per GPTQ stage (only the first for the other methods).
@@ -173,7 +209,7 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
       c.hessian = std::make_unique<HessianAccumulator>(*s.device, w.cols(c.hessian_of));
       c.stop_at_hessian = true;
     }
-    if (total > 0 && (need_inputs || gptq)) run_all(src, layer, hidden, starts, &c, false);
+    if (total > 0 && (need_inputs || gptq)) run_all(src, s, layer, hidden, total, starts, &c, false);
     return c;
   };
   Capture cap = capture(0);
@@ -206,7 +242,7 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
     bool skip[7];
     for (int i = 0; i < 7; ++i) skip[i] = plans[i].kind != LinearPlan::integer;
     formats::QuantScheme scheme{4, s.group_size, false};
-    const AwqLayerReport r = awq_transform_layer(w, cap.in, scheme, s.awq, skip);
+    const AwqLayerReport r = awq_transform_layer(w, cap.in, scheme, s.awq, skip, *s.device);
     std::string groups;
     for (const auto& g : r.groups)
       groups += g.applied ? fmt::format(" {} r={:.2f} ({:.3g} vs {:.3g} plain);", g.name, g.ratio, g.error_best, g.error_plain)
@@ -220,7 +256,7 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
     const auto& x = cap.in.of(id);
     if (cap.in.n == 0) return OutputError{NAN, NAN, NAN};
     if (m.plan.kind == LinearPlan::f16) return OutputError{};
-    return output_error(x.data(), cap.in.n, w.weight(id).data(), dequantized(m).data(), w.rows(id), w.cols(id));
+    return output_error(*s.device, x.data(), cap.in.n, w.weight(id).data(), dequantized(m).data(), w.rows(id), w.cols(id));
   };
   auto quantize = [&](LinearId id, const LinearPlan& p) {
     quantize_as(out.modules[index_of(id)], w.weight(id), w.rows(id), w.cols(id), p, s, cap.hessian.get());
@@ -236,7 +272,7 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
         if (stage_of(id) == stage - 1) w.weight(id) = dequantized(out.modules[index_of(id)]);
       round_f16(w.attn_norm);
       round_f16(w.ffn_norm);
-      src.install_layer(layer, w);
+      install(src, s, layer, w);
       cap = capture(stage);
     }
     for (LinearId id : kAllLinears) {
@@ -289,9 +325,9 @@ LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hid
   out.attn_norm = written.attn_norm;
   out.ffn_norm = written.ffn_norm;
   cap = Capture{};
-  src.install_layer(layer, written);
-  if (total > 0) run_all(src, layer, hidden, starts, nullptr, true);
-  src.release_layer(layer);
+  install(src, s, layer, written);
+  if (total > 0) run_all(src, s, layer, hidden, total, starts, nullptr, true);
+  release(src, s, layer);
   return out;
 }
 

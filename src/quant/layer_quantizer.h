@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "mo/engine/device_model.h"
 #include "mo/quant/layer_plan.h"
 #include "mo/quant/awq.h"
 #include "mo/formats/fp8.h"
@@ -28,7 +29,10 @@ struct PipelineSettings {
   AwqOptions awq;
   LayerSelector skip;
   std::int64_t capture_tokens = 4096;  // calibration tokens kept per layer for AWQ's search and the sensitivity check
-  engine::Backend* device = nullptr;   // where GPTQ's Hessians and solve run (the CPU or a GPU)
+  engine::Backend* device = nullptr;   // where the calibration hidden states, GPTQ's Hessians and solve live
+  // Non-null: the calibration passes stream each layer to this model on `device` (a GPU); null: they run on
+  // the source's CPU engine (host memory).
+  engine::DeviceModel* device_model = nullptr;
 };
 
 struct QuantizedModule {
@@ -51,9 +55,9 @@ struct LayerOutcome {
 // other samples need never be run (indices into `lengths`, in order).
 std::vector<std::size_t> observed_samples(const std::vector<std::int64_t>& lengths, const PipelineSettings& s);
 
-// hidden: [tokens, hidden] f32, the samples back to back (sample s starts at row starts[s]); for methods
-// other than GPTQ, only the observed_samples().
-LayerOutcome quantize_layer(SourceModel& src, int layer, std::vector<float>& hidden, const std::vector<std::int64_t>& starts,
+// hidden: [total, hidden] f32 in s.device's memory, the samples back to back (sample s starts at row
+// starts[s]); for methods other than GPTQ, only the observed_samples().
+LayerOutcome quantize_layer(SourceModel& src, int layer, float* hidden, std::int64_t total, const std::vector<std::int64_t>& starts,
                             const PipelineSettings& s);
 
 }  // namespace mo::quant

@@ -12,6 +12,7 @@
 #include "mo/core/log.h"
 #include "mo/core/memory.h"
 #include "mo/core/progress.h"
+#include "mo/engine/device_model.h"
 #include "mo/engine/ops/linear.h"
 #include "calibration_run.h"
 #include "ct_rewrite.h"
@@ -162,25 +163,43 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
                 rep.calibration_samples, rep.calibration_used_tokens, s.capture_tokens);
   }
 
-  // GPTQ's Hessians and solve run on the device asked for; the layer passes run on the CPU engine.
+  // The calibration passes and every score (GPTQ's Hessians and solve, AWQ's search, the sensitivity check)
+  // run on the device asked for: on a GPU each layer is streamed to a device model in turn; on the CPU the
+  // source's engine runs it in place and the CPU backend scores.
   const auto pool = default_pool();
   std::unique_ptr<engine::Backend> device = cfg.device == Device::cuda ? engine::make_cuda_backend(0) : engine::make_cpu_backend(*pool);
+  std::unique_ptr<engine::DeviceModel> device_model;
+  if (cfg.device == Device::cuda || cfg.device_path_on_cpu)
+    device_model = std::make_unique<engine::DeviceModel>(hp, src.weights().rope_style, src.weights().rope_freq_factors, *device);
   s.device = device.get();
-  if (s.method == Method::gptq) log::info("quantize: GPTQ's Hessians and solve run on {}", device->describe());
+  s.device_model = device_model.get();
+  if (!samples.empty()) {
+    std::string scored = s.method == Method::gptq ? "GPTQ's Hessians and solve" : s.method == Method::awq ? "AWQ's search" : "";
+    if (s.sensitivity_check) scored += scored.empty() ? "the sensitivity check" : " and the sensitivity check";
+    log::info("quantize: calibration passes on {}{}", device_model ? device->describe() : "the CPU engine",
+              scored.empty() ? std::string() : fmt::format("; {} on {}", scored, device->describe()));
+  }
 
   io::StagedOutput staged(cfg.output_path, dummy ? std::string() : cfg.model_path);
   fs::create_directories(staged.temp_path());
   ShardWriter writer(staged.temp_path(), cfg.max_shard_bytes);
 
-  // Hidden states of every calibration token, advanced one layer at a time.
+  // Hidden states of every calibration token, advanced one layer at a time, in the device's memory.
   std::vector<std::int64_t> starts;
   std::int64_t total = 0;
   for (const auto& smp : samples) {
     starts.push_back(total);
     total += static_cast<std::int64_t>(smp.size());
   }
-  std::vector<float> hidden(static_cast<std::size_t>(total * hp.hidden_size));
-  for (std::size_t i = 0; i < samples.size(); ++i) src.engine().embed(samples[i], hidden.data() + starts[i] * hp.hidden_size);
+  engine::DeviceBuffer hidden(*device, static_cast<std::size_t>(total * hp.hidden_size) * sizeof(float));
+  {
+    std::vector<float> rows;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      rows.resize(samples[i].size() * static_cast<std::size_t>(hp.hidden_size));
+      src.engine().embed(samples[i], rows.data());
+      device->upload(hidden.as<float>() + starts[i] * hp.hidden_size, rows.data(), rows.size() * sizeof(float));
+    }
+  }
   samples.clear();
   {
     std::vector<float> embd = src.embedding_rows();
@@ -192,7 +211,7 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
   Progress progress("quantize", hp.num_layers, "layer");
   progress.update(0);
   for (int layer = 0; layer < hp.num_layers; ++layer) {
-    LayerOutcome outcome = quantize_layer(src, layer, hidden, starts, s);
+    LayerOutcome outcome = quantize_layer(src, layer, hidden.as<float>(), total, starts, s);
     write_layer(writer, src, layer, outcome, s.layout);
     progress.clear();
     if (!outcome.awq_summary.empty()) log::debug("{}", outcome.awq_summary);
@@ -221,6 +240,10 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
   }
   rep.seconds = clock.elapsed_seconds();
   rep.peak_rss = peak_rss_bytes();
+  if (device->device() == Device::cuda) {
+    rep.peak_device = device->peak_allocated_bytes();
+    rep.device = device->describe();
+  }
   write_output_files(staged.temp_path(), src, cfg, s, rep);
   staged.commit();
   return rep;

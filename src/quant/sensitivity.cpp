@@ -1,7 +1,5 @@
 #include "mo/quant/sensitivity.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -36,24 +34,23 @@ WeightStats weight_stats(const float* w, std::int64_t n) {
   return s;
 }
 
-OutputError output_error(const float* x, std::int64_t n, const float* w, const float* wq, std::int64_t rows, std::int64_t cols) {
+OutputError output_error(engine::Backend& device, const float* x, std::int64_t n, const float* w, const float* wq, std::int64_t rows,
+                         std::int64_t cols) {
   OutputError e;
   if (n == 0) return e;
-  std::vector<float> y(static_cast<std::size_t>(n * rows)), yq(y.size());
-  const int N = static_cast<int>(n), R = static_cast<int>(rows), C = static_cast<int>(cols);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, R, C, 1.0f, x, C, w, C, 0.0f, y.data(), R);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, R, C, 1.0f, x, C, wq, C, 0.0f, yq.data(), R);
-  double dot = 0, yy = 0, qq = 0, dd = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    const double a = y[i], b = yq[i], d = a - b;
-    dot += a * b;
-    yy += a * a;
-    qq += b * b;
-    dd += d * d;
-    e.max_abs = std::max(e.max_abs, std::fabs(d));
-  }
-  e.cosine = (yy > 0 && qq > 0) ? dot / std::sqrt(yy * qq) : (yy == qq ? 1.0 : 0.0);
-  e.rel_l2 = yy > 0 ? std::sqrt(dd / yy) : std::sqrt(dd);
+  auto upload = [&](const float* src, std::int64_t count) {
+    engine::DeviceBuffer b(device, static_cast<std::size_t>(count) * sizeof(float));
+    device.upload(b.as(), src, b.bytes());
+    return b;
+  };
+  const engine::DeviceBuffer dx = upload(x, n * cols), dw = upload(w, rows * cols), dwq = upload(wq, rows * cols);
+  engine::DeviceBuffer y(device, static_cast<std::size_t>(n * rows) * sizeof(float)), yq(device, y.bytes());
+  device.gemm(false, true, n, rows, cols, 1.0f, dx.as<float>(), cols, dw.as<float>(), cols, 0.0f, y.as<float>(), rows);
+  device.gemm(false, true, n, rows, cols, 1.0f, dx.as<float>(), cols, dwq.as<float>(), cols, 0.0f, yq.as<float>(), rows);
+  const engine::ErrorSums s = device.error_sums(y.as<float>(), yq.as<float>(), n * rows);
+  e.max_abs = s.max_abs;
+  e.cosine = (s.aa > 0 && s.bb > 0) ? s.ab / std::sqrt(s.aa * s.bb) : (s.aa == s.bb ? 1.0 : 0.0);
+  e.rel_l2 = s.aa > 0 ? std::sqrt(s.dd / s.aa) : std::sqrt(s.dd);
   return e;
 }
 

@@ -289,6 +289,36 @@ TYPED_TEST_P(BlockOps, AddBiasIsExact) {
     for (std::int64_t i = 0; i < d; ++i) ASSERT_EQ(got[t * d + i], y[t * d + i] + bias[i]) << t << "," << i;
 }
 
+// diagnose undoes AWQ's per-channel scales with it: one f32 product per element, exact.
+TYPED_TEST_P(BlockOps, ScaleColumnsIsExact) {
+  const std::int64_t n = 7, d = 1029;
+  auto y = this->random_floats(n * d, -5, 5), s = this->random_floats(d, -3, 3);
+  auto dy = this->to_device(y), ds = this->to_device(s);
+  this->backend().scale_columns(dy.template as<float>(), ds.template as<float>(), n, d);
+  auto got = this->template to_host<float>(dy, n * d);
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t i = 0; i < d; ++i) ASSERT_EQ(got[t * d + i], y[t * d + i] * s[i]) << t << "," << i;
+}
+
+// The quantizers' f32 self-attention weights: row i is the softmax of columns 0..i (host math in f64), and
+// exactly 0 past i, in a row of ld >= n floats whose tail is left alone.
+TYPED_TEST_P(BlockOps, CausalSoftmaxMatchesHost) {
+  const std::int64_t n = 300, ld = 307;
+  auto s = this->random_floats(n * ld, -30, 30);
+  auto ds = this->to_device(s);
+  this->backend().causal_softmax(ds.template as<float>(), n, ld);
+  auto got = this->template to_host<float>(ds, n * ld);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double m = -1e300, sum = 0;
+    for (std::int64_t j = 0; j <= i; ++j) m = std::max<double>(m, s[i * ld + j]);
+    for (std::int64_t j = 0; j <= i; ++j) sum += std::exp(static_cast<double>(s[i * ld + j]) - m);
+    for (std::int64_t j = 0; j <= i; ++j)
+      ASSERT_NEAR(got[i * ld + j], std::exp(static_cast<double>(s[i * ld + j]) - m) / sum, 1e-6) << i << "," << j;
+    for (std::int64_t j = i + 1; j < n; ++j) ASSERT_EQ(got[i * ld + j], 0.0f) << i << "," << j;
+    for (std::int64_t j = n; j < ld; ++j) ASSERT_EQ(got[i * ld + j], s[i * ld + j]) << i << "," << j;
+  }
+}
+
 // Tokens land at slots scattered over shuffled blocks as f16 bits equal to mo::f32_to_f16 (round to
 // nearest even, ties and subnormals included); every other slot keeps its old bits.
 TYPED_TEST_P(BlockOps, KvWriteScattersRoundedRows) {
@@ -374,7 +404,7 @@ TYPED_TEST_P(BlockOps, AttentionTiledPrefillOtherShapesMatchDenseHost) {
 }
 
 REGISTER_TYPED_TEST_SUITE_P(BlockOps, AddIsExact, EmbeddingGathersRowsExactly, RmsNormMatchesHost, RopeNormalMatchesHost,
-                            RopeNeoxMatchesHost, RopeLlama3FactorsMatchHost, SiluMulMatchesHost, AddBiasIsExact, KvWriteScattersRoundedRows,
-                            AttentionDecodeMatchesDenseHost, AttentionPrefillMatchesDenseHost, AttentionOtherShapesMatchDenseHost,
-                            AttentionLongContextMatchesDenseHost, AttentionTiledPrefillRaggedBatchMatchesDenseHost,
-                            AttentionTiledPrefillOtherShapesMatchDenseHost);
+                            RopeNeoxMatchesHost, RopeLlama3FactorsMatchHost, SiluMulMatchesHost, AddBiasIsExact, ScaleColumnsIsExact,
+                            CausalSoftmaxMatchesHost, KvWriteScattersRoundedRows, AttentionDecodeMatchesDenseHost,
+                            AttentionPrefillMatchesDenseHost, AttentionOtherShapesMatchDenseHost, AttentionLongContextMatchesDenseHost,
+                            AttentionTiledPrefillRaggedBatchMatchesDenseHost, AttentionTiledPrefillOtherShapesMatchDenseHost);

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend_fixture.h"
+#include "mo/quant/awq.h"
 #include "mo/quant/gptq.h"
 
 namespace mo::test::quant_ref {
@@ -251,6 +252,88 @@ TYPED_TEST_P(QuantOps, ErrorSumsMatchHost) {
   EXPECT_EQ(empty.aa, 0.0);
 }
 
+// AWQ's candidate weight error, against independent host math: a column-scaled search candidate and a
+// row-clipped one read from a sub-block (leading dimension wider than the block).
+TYPED_TEST_P(QuantOps, QuantizeDeltaIsTheScaledClippedReconstructionMinusTheWeight) {
+  namespace ref = mo::test::quant_ref;
+  const std::int64_t rows = 5, ld = 60, c_first = 7, cols = 45, group = 16;
+  auto w = this->random_floats(rows * ld, -2, 1);
+  auto s = this->random_floats(cols, 0.25, 4);
+  auto clip = this->random_floats(rows, 0.2, 1.5);
+  auto dw = this->to_device(w), ds = this->to_device(s), dc = this->to_device(clip);
+  mo::engine::DeviceBuffer dd(this->backend(), static_cast<std::size_t>(rows * cols) * sizeof(float));
+  for (const bool scaled : {true, false}) {
+    SCOPED_TRACE(scaled ? "column scales" : "row clips");
+    this->backend().quantize_delta(dw.template as<float>() + c_first, ld, rows, cols, scaled ? ds.template as<float>() : nullptr,
+                                   scaled ? nullptr : dc.template as<float>(), group, 4, false, dd.template as<float>());
+    auto got = this->template to_host<float>(dd, static_cast<std::size_t>(rows * cols));
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c0 = 0; c0 < cols; c0 += group) {
+        std::vector<float> v;
+        for (std::int64_t c = c0; c < std::min(cols, c0 + group); ++c) {
+          const float x = w[r * ld + c_first + c];
+          v.push_back(scaled ? x * s[c] : std::min(std::max(x, -clip[r]), clip[r]));
+        }
+        const ref::Params p = ref::params(v, 4, false);
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          const std::int64_t c = c0 + static_cast<std::int64_t>(i);
+          const float q = ref::deq(ref::code(v[i], p, 4), p);
+          ASSERT_EQ(got[r * cols + c], (scaled ? q / s[c] : q) - w[r * ld + c_first + c]) << r << "," << c;
+        }
+      }
+  }
+}
+
+TYPED_TEST_P(QuantOps, RowDotsAreThePerRowSums) {
+  const std::int64_t rows = 37, cols = 1001;
+  auto a = this->random_floats(rows * cols, -3, 3), b = this->random_floats(rows * cols, -3, 3);
+  auto da = this->to_device(a), db = this->to_device(b);
+  std::vector<double> got(rows);
+  this->backend().row_dots(da.template as<float>(), db.template as<float>(), rows, cols, got.data());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double want = 0, mag = 0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      want += static_cast<double>(a[r * cols + c]) * b[r * cols + c], mag += std::fabs(a[r * cols + c] * b[r * cols + c]);
+    EXPECT_NEAR(got[r], want, 1e-12 * mag) << r;
+  }
+}
+
+// AWQ's whole layer transform (scale search and clipping) scored on this backend against the CPU
+// backend: the same ratios, and weights equal but where float order flips a near-tie.
+TYPED_TEST_P(QuantOps, AwqOnThisBackendChoosesTheCpuBackendsScales) {
+  const std::int64_t hidden = 64, ffn = 160, tokens = 300;
+  mo::quant::LayerF32 layer;
+  layer.hidden = layer.q_dim = layer.kv_dim = hidden;
+  layer.ffn = ffn;
+  layer.attn_norm = this->random_floats(hidden, 0.5f, 1.5f);
+  layer.ffn_norm = this->random_floats(hidden, 0.5f, 1.5f);
+  for (mo::engine::LinearId id : mo::quant::kAllLinears)
+    layer.weight(id) = this->random_floats(layer.rows(id) * layer.cols(id), -0.2f, 0.2f);
+  mo::quant::LayerInputs in;
+  in.n = tokens;
+  for (auto* v : {&in.attn_in, &in.o_in, &in.mlp_in}) *v = this->random_floats(tokens * hidden, -1, 1);
+  in.down_in = this->random_floats(tokens * ffn, -1, 1);
+  for (std::int64_t t = 0; t < tokens; ++t) in.attn_in[t * hidden + 3] *= 20.0f;  // an outlier channel for the search to protect
+  mo::ThreadPool pool(1);
+  const auto cpu = mo::engine::make_cpu_backend(pool);
+  const mo::formats::QuantScheme scheme{4, 32, false};
+  const bool skip[7] = {};
+  auto a_layer = layer, b_layer = layer;
+  auto a_in = in, b_in = in;
+  const auto a = mo::quant::awq_transform_layer(a_layer, a_in, scheme, mo::quant::AwqOptions{}, skip, *cpu);
+  const auto b = mo::quant::awq_transform_layer(b_layer, b_in, scheme, mo::quant::AwqOptions{}, skip, this->backend());
+  ASSERT_EQ(a.groups.size(), b.groups.size());
+  for (std::size_t i = 0; i < a.groups.size(); ++i) {
+    EXPECT_EQ(a.groups[i].ratio, b.groups[i].ratio) << a.groups[i].name;
+    EXPECT_NEAR(a.groups[i].error_best, b.groups[i].error_best, 1e-4 * a.groups[i].error_best) << a.groups[i].name;
+  }
+  EXPECT_NEAR(a.clip_error_after, b.clip_error_after, 1e-3 * a.clip_error_after);
+  std::size_t same = 0, all = 0;
+  for (mo::engine::LinearId id : mo::quant::kAllLinears)
+    for (std::size_t i = 0; i < a_layer.weight(id).size(); ++i, ++all) same += a_layer.weight(id)[i] == b_layer.weight(id)[i];
+  EXPECT_GE(static_cast<double>(same), 0.99 * static_cast<double>(all));
+}
+
 // The whole GPTQ solve over this backend's ops against the same solve on the CPU backend: the codes the
 // two write may differ only where float order puts a weight on the other side of a rounding boundary.
 TYPED_TEST_P(QuantOps, GptqOnThisBackendWritesTheCpuBackendsCodes) {
@@ -289,4 +372,6 @@ TYPED_TEST_P(QuantOps, GptqOnThisBackendWritesTheCpuBackendsCodes) {
 REGISTER_TYPED_TEST_SUITE_P(QuantOps, GptqOnThisBackendWritesTheCpuBackendsCodes, GemmMatchesHostInEveryTransposeCombination,
                             HessianUpdateIsTheRunningMeanOfTwoXxt, InverseCholeskyUpperFactorsTheInverse,
                             InverseCholeskyUpperRefusesAMatrixThatIsNotPositiveDefinite, GptqBlockSweepsColumnsAsTheHostLoop,
-                            FakeQuantizeIsTheGroupReconstruction, ErrorSumsMatchHost);
+                            FakeQuantizeIsTheGroupReconstruction, ErrorSumsMatchHost,
+                            QuantizeDeltaIsTheScaledClippedReconstructionMinusTheWeight, RowDotsAreThePerRowSums,
+                            AwqOnThisBackendChoosesTheCpuBackendsScales);

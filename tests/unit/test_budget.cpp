@@ -170,16 +170,22 @@ TEST(BudgetQuantJob, Llama2_7bGptqTermsFollowTheShape) {
   const auto m = mo::budget::quant_job_memory(r);
   EXPECT_EQ(m.hidden, 128ull * 512 * 4096 * 4);  // every calibration token's hidden state
   EXPECT_EQ(m.captures, 4096ull * (4096 + 4096 + 4096 + 11008) * 4);
-  EXPECT_EQ(m.layer, (4ull * 4096 * 4096 + 3ull * 4096 * 11008) * 8);  // f32, read and written
-  EXPECT_EQ(m.hessians, 11008ull * 11008 * 28 + 4096ull * 11008 * 4);  // down_proj's input is the widest
-  EXPECT_EQ(m.host(), m.hidden + m.captures + m.layer + m.hessians);
-  r.hessians_on_gpu = true;
+  const std::uint64_t layer = (4ull * 4096 * 4096 + 3ull * 4096 * 11008) * 4;
+  EXPECT_EQ(m.layer, layer * 2);                                       // f32, read and written
+  EXPECT_EQ(m.hessians, 11008ull * 11008 * 36 + 4096ull * 11008 * 8);  // down_proj's input is the widest
+  // The sensitivity check's largest product: gate/up (x [4096, 4096], W and Wq [11008, 4096], y and yq [4096, 11008]).
+  EXPECT_EQ(m.scoring, (4096ull * 4096 + 2 * 11008ull * 4096 + 2 * 4096ull * 11008) * 4);
+  EXPECT_EQ(m.host(), m.hidden + m.captures + m.layer + m.hessians + m.scoring);
+  EXPECT_EQ(m.gpu(), 0u);
+  r.on_gpu = true;  // hidden states, a copy of the layer, the solve's working set and the scoring move to the GPU
   const auto g = mo::budget::quant_job_memory(r);
-  EXPECT_EQ(g.gpu(), m.hessians);
-  EXPECT_EQ(g.host(), m.host() - m.hessians);
+  // ... and one sample's block activations: x, q, attention, gate/up, the [512, 512] attention weights; f16 K/V.
+  const std::uint64_t block = 512ull * (4096 + 2 * 4096 + 2 * 11008 + 512) * 4 + 512ull * 4096 * 4;
+  EXPECT_EQ(g.gpu(), m.hidden + layer + block + 11008ull * 11008 * 20 + 4096ull * 11008 * 4 + m.scoring);
+  EXPECT_EQ(g.host(), m.captures + m.layer + 11008ull * 11008 * 16 + 4096ull * 11008 * 4);
   // AWQ keeps only the samples its captures read, and no Hessian.
   r.method = "awq";
-  r.hessians_on_gpu = false;
+  r.on_gpu = false;
   const auto a = mo::budget::quant_job_memory(r);
   EXPECT_EQ(a.hidden, (4096ull + 512) * 4096 * 4);
   EXPECT_EQ(a.hessians, 0u);

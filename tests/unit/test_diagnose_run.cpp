@@ -3,16 +3,22 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "mo/core/error.h"
 #include "mo/diagnose/diagnose.h"
 #include "mo/diagnose/report.h"
+#include "mo/quant/quantize.h"
+#include "quant_test_support.h"
 #include "test_diagnose_fixture.h"
 
 namespace {
 
+namespace fs = std::filesystem;
 const std::string kData = MO_SHARED_DATA;
 const std::string kStories = kData + "/models/stories260K.gguf";
 const std::string kText = kData + "/text/tinystories-sample.txt";
@@ -83,6 +89,46 @@ TEST(DiagnoseRun, TwoBitLayerIsTheOnlyOneFlaggedLocallyAndTheAdviceNamesIt) {
   EXPECT_EQ(plot.rfind("<svg", 0), 0u);
   EXPECT_NE(plot.find("threshold 0.98"), std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+// Issue 20: diagnose --device cuda runs both models, every linear and every sum on the device. Here that
+// code path runs on the CPU backend in device layouts (both models uploaded, the original's f32 weights as
+// f16, an f16 K/V) against the host path: the same flags, and cosines and KL within what f16 rounding moves.
+TEST(DiagnoseRun, TheGpuCodePathOnTheCpuBackendGivesTheSameDiagnosis) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " not found";
+  quant_test::TempDir t;
+  const std::string fixture = (t.path / "layer2-2bit.gguf").string();
+  mo::test::write_fake_quantized_gguf(kStories, fixture, [](int layer) { return layer == 2 ? 2 : 8; });
+  // An AWQ output: HF rope order against the GGUF original, scales folded into the norms and up_proj.
+  const fs::path awq = t.path / "awq";
+  mo::quant::quantize_model(quant_test::stories_config(mo::quant::Method::awq, awq, quant_test::write_calibration(t.path)));
+  for (const std::string& quantized : {fixture, awq.string()}) {
+    const auto a = mo::diagnose::run_diagnose(options(quantized));
+    auto o = options(quantized);
+    o.device_path_on_cpu = true;
+    const auto b = mo::diagnose::run_diagnose(o);
+    ASSERT_EQ(a.layers.size(), b.layers.size());
+    double gap = 0;
+    const auto near = [&](double x, double y, const std::string& what) {
+      EXPECT_NEAR(y, x, 2e-3) << quantized << ": " << what;
+      gap = std::max(gap, std::abs(x - y));
+    };
+    for (std::size_t l = 0; l < a.layers.size(); ++l) {
+      near(a.layers[l].local.cosine, b.layers[l].local.cosine, "layer " + std::to_string(l) + " local");
+      near(a.layers[l].cumulative.cosine, b.layers[l].cumulative.cosine, "layer " + std::to_string(l) + " cumulative");
+      for (std::size_t i = 0; i < a.layers[l].linears.size(); ++i) {
+        const auto &x = a.layers[l].linears[i], &y = b.layers[l].linears[i];
+        near(x.local.cosine, y.local.cosine, x.module + " local");
+        near(x.cumulative.cosine, y.cumulative.cosine, x.module + " cumulative");
+        if (std::abs(x.local.cosine - 0.98) > 2e-3) {
+          EXPECT_EQ(x.flagged, y.flagged) << x.module;
+        }
+      }
+    }
+    EXPECT_NEAR(b.output.kl_mean, a.output.kl_mean, 0.05 * a.output.kl_mean + 1e-4) << quantized;
+    std::printf("%s: largest cosine gap %.2e; KL %.5f (host path) vs %.5f (GPU path on the CPU)\n", fs::path(quantized).filename().c_str(),
+                gap, a.output.kl_mean, b.output.kl_mean);
+  }
 }
 
 TEST(DiagnoseRun, ModelsOfDifferentShapesAreRefusedNamingTheQuantizedPath) {

@@ -4,6 +4,8 @@
 #include <random>
 #include <vector>
 
+#include "mo/core/thread_pool.h"
+#include "mo/engine/backend.h"
 #include "mo/quant/awq.h"
 #include "mo/quant/rtn.h"
 
@@ -17,6 +19,14 @@ namespace {
 
 constexpr std::int64_t kHidden = 128, kFfn = 256, kTokens = 512;
 constexpr bool kNoSkip[7] = {};
+
+// AWQ scores its candidates on a backend; these tests use the CPU one (tests/ops/quant_op_tests.h checks
+// the ops it uses on both).
+engine::Backend& cpu() {
+  static ThreadPool pool(2);
+  static const std::unique_ptr<engine::Backend> b = engine::make_cpu_backend(pool);
+  return *b;
+}
 
 std::vector<float> matmul_t(const std::vector<float>& x, const std::vector<float>& w, std::int64_t n, std::int64_t k, std::int64_t m) {
   std::vector<float> y(n * m);  // x [n, k] . w[m, k]^T
@@ -135,7 +145,7 @@ TEST(QuantAwq, FoldingKeepsTheLayerFunction) {
   Fixture f(kHidden);
   const LayerF32 orig = f.layer;
   const LayerInputs orig_in = f.in;
-  const AwqLayerReport rep = awq_transform_layer(f.layer, f.in, scheme4(), no_clip(), kNoSkip);
+  const AwqLayerReport rep = awq_transform_layer(f.layer, f.in, scheme4(), no_clip(), kNoSkip, cpu());
   ASSERT_EQ(rep.groups.size(), 4u);
   for (const AwqGroupReport& g : rep.groups) EXPECT_TRUE(g.applied) << g.name;
   EXPECT_EQ(rep.groups[1].name, "v->o");
@@ -162,7 +172,7 @@ TEST(QuantAwq, FoldingKeepsTheLayerFunction) {
 TEST(QuantAwq, GroupedQueryAttentionSkipsVToO) {
   Fixture f(64);
   const std::vector<float> o = f.layer.o, o_in = f.in.o_in;
-  const AwqLayerReport rep = awq_transform_layer(f.layer, f.in, scheme4(), no_clip(), kNoSkip);
+  const AwqLayerReport rep = awq_transform_layer(f.layer, f.in, scheme4(), no_clip(), kNoSkip, cpu());
   EXPECT_EQ(rep.groups[1].name, "v->o");
   EXPECT_FALSE(rep.groups[1].applied);
   EXPECT_TRUE(rep.groups[0].applied);
@@ -173,7 +183,7 @@ TEST(QuantAwq, GroupedQueryAttentionSkipsVToO) {
 TEST(QuantAwq, LowerErrorThanRtnWithActivationOutliers) {
   Fixture f(kHidden);
   const Fixture orig = f;
-  const AwqLayerReport rep = awq_transform_layer(f.layer, f.in, scheme4(), AwqOptions{}, kNoSkip);
+  const AwqLayerReport rep = awq_transform_layer(f.layer, f.in, scheme4(), AwqOptions{}, kNoSkip, cpu());
   const double plain = rtn_layer_error(orig, orig.layer, scheme4());
   const double awq = rtn_layer_error(orig, f.layer, scheme4());
   EXPECT_LT(awq, 0.5 * plain) << "plain " << plain << " awq " << awq;
@@ -185,8 +195,8 @@ TEST(QuantAwq, LowerErrorThanRtnWithActivationOutliers) {
 
 TEST(QuantAwq, ClipSearchNeverIncreasesErrorAndSparesQK) {
   Fixture clipped(kHidden, 3), unclipped(kHidden, 3);
-  const AwqLayerReport rep = awq_transform_layer(clipped.layer, clipped.in, scheme4(), AwqOptions{}, kNoSkip);
-  awq_transform_layer(unclipped.layer, unclipped.in, scheme4(), no_clip(), kNoSkip);
+  const AwqLayerReport rep = awq_transform_layer(clipped.layer, clipped.in, scheme4(), AwqOptions{}, kNoSkip, cpu());
+  awq_transform_layer(unclipped.layer, unclipped.in, scheme4(), no_clip(), kNoSkip, cpu());
   EXPECT_GT(rep.clip_error_before, 0.0);
   EXPECT_LT(rep.clip_error_after, rep.clip_error_before);
   EXPECT_EQ(clipped.layer.q, unclipped.layer.q);
@@ -209,7 +219,7 @@ TEST(QuantAwq, SkippedLinearsAreLeftOutOfTheSearches) {
   bool skip[7] = {};
   skip[0] = skip[1] = skip[2] = true;  // q, k, v: nothing left to quantize behind input_layernorm
   skip[6] = true;                      // down: neither scaled for nor clipped
-  const AwqLayerReport rep = awq_transform_layer(f.layer, f.in, scheme4(), AwqOptions{}, skip);
+  const AwqLayerReport rep = awq_transform_layer(f.layer, f.in, scheme4(), AwqOptions{}, skip, cpu());
   EXPECT_FALSE(rep.groups[0].applied);
   EXPECT_FALSE(rep.groups[3].applied);
   EXPECT_TRUE(rep.groups[2].applied);

@@ -17,18 +17,22 @@ struct QuantJobRequest {
   bool sensitivity_check = true;
   std::int64_t samples = 128, seq_len = 512;
   std::int64_t capture_tokens = 4096;  // the pipeline's per-layer capture budget (layer_quantizer.h)
-  bool hessians_on_gpu = false;        // --device cuda: GPTQ's Hessians and solve live in GPU memory
+  bool on_gpu = false;                 // --device cuda: the hidden states, the layer run and GPTQ's solve live in GPU memory
 };
 
 struct QuantJobMemory {
-  std::uint64_t hidden = 0;    // calibration hidden states: tokens x hidden x 4 bytes
-  std::uint64_t captures = 0;  // the linears' inputs kept for AWQ's search and the sensitivity check
-  std::uint64_t layer = 0;     // one decoder layer in f32, as read and as written
-  std::uint64_t hessians = 0;  // GPTQ: the widest input's Hessian (f64, with its host and damped copies) + its factor
-  bool hessians_on_gpu = false;
-  std::uint64_t host() const { return hidden + captures + layer + (hessians_on_gpu ? 0 : hessians); }
-  std::uint64_t gpu() const { return hessians_on_gpu ? hessians : 0; }
-  // "hidden states 1.0 GiB + captured inputs 380.0 MiB + one layer 1.5 GiB + GPTQ Hessians 3.5 GiB (GPU)"
+  std::uint64_t hidden = 0;     // calibration hidden states: tokens x hidden x 4 bytes
+  std::uint64_t captures = 0;   // the linears' inputs kept for AWQ's search and the sensitivity check (host)
+  std::uint64_t layer = 0;      // one decoder layer in f32 on the host, as read and as written
+  std::uint64_t layer_gpu = 0;  // its f32 copy on a GPU, with one sample's activations through it
+  // GPTQ, the widest input: the f64 Hessian, its damped copy and f32 factor and the transposed weight where
+  // the solve runs, a host copy of the Hessian and the damped matrix it uploads.
+  std::uint64_t hessians = 0, hessians_host_part = 0;
+  std::uint64_t scoring = 0;  // AWQ's search and the sensitivity check: candidates' errors on the backend
+  bool on_gpu = false;
+  std::uint64_t host() const { return captures + layer + (on_gpu ? hessians_host_part : hidden + hessians + scoring); }
+  std::uint64_t gpu() const { return on_gpu ? hidden + layer_gpu + hessians - hessians_host_part + scoring : 0; }
+  // "hidden states 1.0 GiB + captured inputs 380.0 MiB + one layer 1.5 GiB + GPTQ Hessians 3.5 GiB + error scoring 900.0 MiB"
   std::string terms() const;
 };
 

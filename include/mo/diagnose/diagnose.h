@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mo/core/device.h"
 #include "mo/diagnose/metrics.h"
 #include "mo/quant/sensitivity.h"
 
@@ -23,6 +24,8 @@ struct DiagnoseOptions {
   std::int64_t num_samples = 32;
   std::int64_t max_seq_len = 256;  // tokens per sample
   std::uint64_t seed = 0;
+  Device device = Device::cpu;      // cuda: both models on the GPU
+  bool device_path_on_cpu = false;  // tests: the GPU's code path on the CPU backend in device layouts
 };
 
 struct LinearDiag {

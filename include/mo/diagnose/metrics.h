@@ -3,6 +3,8 @@
 // tokens and samples: cosine similarity and relative L2 error of the flattened outputs, max abs error.
 #include <cstdint>
 
+#include "mo/engine/backend.h"
+
 namespace mo::diagnose {
 
 struct Metrics {
@@ -15,6 +17,8 @@ class MetricAccumulator {
  public:
   // original, quantized: n floats each.
   void add(const float* original, const float* quantized, std::int64_t n);
+  // The same from a backend's sums over n values (a = original, b = quantized).
+  void add(const engine::ErrorSums& s, std::int64_t n);
   Metrics result() const;
   bool empty() const { return count_ == 0; }
 

@@ -36,6 +36,8 @@ enum class LinearKind {
   gptq,  // AutoGPTQ 4 or 8 bits: weight = qweight int32 [cols*bits/32, rows] packed along in (value j of
          // a word at bits*j); qzeros int32 [groups, rows*bits/32] packed along out; scales f16
          // [groups, rows]; g_idx int32 [cols] (group of each input) or null for g = k / group_size
+  f32,   // weight: f32 [rows, cols] row-major, an f32 GEMM: the quantizers' calibration passes run the weights
+         // they are quantizing unrounded
   host,  // host backend only: the model's own stored Matrix read in place (any ggml type, AWQ/GPTQ as the
          // engine binds them) by the fast CPU kernels of ops::linear. Last: the CUDA side casts the others.
 };
@@ -47,6 +49,7 @@ inline const char* linear_kind_name(LinearKind k) {
     case LinearKind::q6_k: return "q6_k";
     case LinearKind::awq: return "awq";
     case LinearKind::gptq: return "gptq";
+    case LinearKind::f32: return "f32";
     case LinearKind::host: return "host";
   }
   return "?";
@@ -149,14 +152,18 @@ class Backend {
   // x: [n, heads, head_dim]; token t rotated for position pos[t] exactly as ops::rope (factors: [head_dim/2] or null).
   virtual void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads, std::int64_t head_dim, float theta,
                     float freq_scale, const float* factors, RopeStyle style) = 0;
-  virtual void silu_mul(float* gate, const float* up, std::int64_t n) = 0;                 // gate = silu(gate) * up
-  virtual void add(float* x, const float* y, std::int64_t n) = 0;                          // x += y (residual)
-  virtual void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) = 0;  // y[t] += bias, rows of d
+  virtual void silu_mul(float* gate, const float* up, std::int64_t n) = 0;                   // gate = silu(gate) * up
+  virtual void add(float* x, const float* y, std::int64_t n) = 0;                            // x += y (residual)
+  virtual void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) = 0;    // y[t] += bias, rows of d
+  virtual void scale_columns(float* y, const float* s, std::int64_t n, std::int64_t d) = 0;  // y[t, c] *= s[c], rows of d
   // Stores token t's K and V rows ([n, row] f32) as f16 (round to nearest even) at slot slots[t] of
   // one layer's caches ([num_slots, row] f16 bits, slot = block * block_size + offset).
   virtual void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots,
                         std::int64_t n, std::int64_t row) = 0;
   virtual void attention(const AttentionArgs& a) = 0;
+  // s [n, ld]: row i becomes the softmax of its columns 0..i, columns past i become 0 (a causal block's
+  // attention weights, for the quantizers' f32 self-attention without a cache).
+  virtual void causal_softmax(float* s, std::int64_t n, std::int64_t ld) = 0;
   virtual void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) = 0;
   // Several linears of one input (q/k/v, gate/up) in one call: ys[i] = x · ws[i]ᵀ, each equal to linear().
   // (Pointer + count, not std::span: nvcc compiles this header as C++17.)
@@ -178,6 +185,12 @@ class Backend {
   // `group` columns (the last may be shorter): AWQ's search scores scales with it.
   virtual void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t group, int bits, bool sym) = 0;
   virtual ErrorSums error_sums(const float* a, const float* b, std::int64_t n) = 0;  // waits for the result
+  // AWQ's candidates scored by their weight error: d [rows, cols] = fake_quantize(clamp(w * s, ±clip_r)) / s - w,
+  // s per column (col_scale) and clip_r per row (row_clip), either null for none; w has leading dimension ldw.
+  virtual void quantize_delta(const float* w, std::int64_t ldw, std::int64_t rows, std::int64_t cols, const float* col_scale,
+                              const float* row_clip, std::int64_t group, int bits, bool sym, float* d) = 0;
+  // out[r] = sum over c of a[r, c] * b[r, c] in f64, rows of `cols` values; out is host memory (waits).
+  virtual void row_dots(const float* a, const float* b, std::int64_t rows, std::int64_t cols, double* out) = 0;
 
   // True when the backend's memory is host memory and its linears read the stored formats in place
   // (LinearKind::host): weights are not copied, and callers may read its buffers directly.

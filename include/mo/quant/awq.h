@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mo/engine/backend.h"
 #include "mo/quant/layer_f32.h"
 #include "mo/formats/quantized_linear.h"
 
@@ -39,8 +40,9 @@ struct AwqLayerReport {
 // as AutoAWQ does), folded (norm weights / previous linear rows divided, next linear columns
 // multiplied), `inputs` divided accordingly, then the clip search (q and k are not clipped, as in
 // AutoAWQ) clamps weights. `skip[i]` (indexed like kAllLinears) leaves that linear out of the
-// searches' quantization error (it stays 16-bit; scaling it is still exact).
+// searches' quantization error (it stays 16-bit; scaling it is still exact). The candidates' weight
+// errors and their output errors are computed on `device` (the layer and inputs stay host memory).
 AwqLayerReport awq_transform_layer(LayerF32& layer, LayerInputs& inputs, const formats::QuantScheme& scheme, const AwqOptions& options,
-                                   const bool skip[7]);
+                                   const bool skip[7], engine::Backend& device);
 
 }  // namespace mo::quant

@@ -45,6 +45,8 @@ struct QuantizeReport {
   std::uint64_t input_bytes = 0, output_bytes = 0;
   double seconds = 0;
   std::uint64_t peak_rss = 0;
+  std::uint64_t peak_device = 0;  // GPU memory the job allocated at its peak (--device cuda), else 0
+  std::string device;             // where the calibration passes ran: "cuda:0 NVIDIA H100 ...", or empty on the CPU
 };
 
 QuantizeReport quantize_model(const QuantizeOptions& opt);

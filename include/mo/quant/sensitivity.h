@@ -3,6 +3,8 @@
 // outliers quantize badly) and the similarity of its outputs on calibration inputs before and after.
 #include <cstdint>
 
+#include "mo/engine/backend.h"
+
 namespace mo::quant {
 
 struct WeightStats {
@@ -18,7 +20,9 @@ struct OutputError {
   double rel_l2 = 0;   // ||y - yq|| / ||y||
   double max_abs = 0;  // max |y - yq|
 };
-// y = x·Wᵀ vs yq = x·Wqᵀ for x [n, cols], W and Wq [rows, cols].
-OutputError output_error(const float* x, std::int64_t n, const float* w, const float* wq, std::int64_t rows, std::int64_t cols);
+// y = x·Wᵀ vs yq = x·Wqᵀ for x [n, cols], W and Wq [rows, cols], computed on `device` (x, w and wq are
+// host memory, uploaded for the two products).
+OutputError output_error(engine::Backend& device, const float* x, std::int64_t n, const float* w, const float* wq, std::int64_t rows,
+                         std::int64_t cols);
 
 }  // namespace mo::quant

@@ -121,6 +121,19 @@ void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) {
     for (std::int64_t i = 0; i < d; ++i) y[t * d + i] += bias[i];
 }
 
+void scale_columns(float* y, const float* s, std::int64_t n, std::int64_t d) {
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t i = 0; i < d; ++i) y[t * d + i] *= s[i];
+}
+
+void causal_softmax(float* s, std::int64_t n, std::int64_t ld) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    float* row = s + i * ld;
+    ops::softmax(row, static_cast<int>(i + 1));
+    std::fill(row + i + 1, row + n, 0.0f);
+  }
+}
+
 void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
               std::int64_t row) {
   for (std::int64_t t = 0; t < n; ++t) {

@@ -65,6 +65,8 @@ class CpuBackend final : public Backend {
   }
   void add(float* x, const float* y, std::int64_t n) override { cpu_dev::add(x, y, n); }
   void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) override { cpu_dev::add_bias(y, bias, n, d); }
+  void scale_columns(float* y, const float* s, std::int64_t n, std::int64_t d) override { cpu_dev::scale_columns(y, s, n, d); }
+  void causal_softmax(float* s, std::int64_t n, std::int64_t ld) override { cpu_dev::causal_softmax(s, n, ld); }
   void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
                 std::int64_t row) override {
     cpu_dev::kv_write(k_cache, v_cache, k, v, slots, n, row);
@@ -95,6 +97,13 @@ class CpuBackend final : public Backend {
     cpu_dev::fake_quantize(w, rows, cols, group, bits, sym, pool_);
   }
   ErrorSums error_sums(const float* a, const float* b, std::int64_t n) override { return cpu_dev::error_sums(a, b, n); }
+  void quantize_delta(const float* w, std::int64_t ldw, std::int64_t rows, std::int64_t cols, const float* col_scale, const float* row_clip,
+                      std::int64_t group, int bits, bool sym, float* d) override {
+    cpu_dev::quantize_delta(w, ldw, rows, cols, col_scale, row_clip, group, bits, sym, d, pool_);
+  }
+  void row_dots(const float* a, const float* b, std::int64_t rows, std::int64_t cols, double* out) override {
+    cpu_dev::row_dots(a, b, rows, cols, out);
+  }
 
  private:
   static constexpr std::size_t kHeader = 64;       // keeps the returned pointer 64-byte aligned

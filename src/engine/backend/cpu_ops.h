@@ -19,6 +19,8 @@ void rope(float* x, const std::int32_t* pos, std::int64_t n, std::int64_t heads,
 void silu_mul(float* gate, const float* up, std::int64_t n);
 void add(float* x, const float* y, std::int64_t n);
 void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d);
+void scale_columns(float* y, const float* s, std::int64_t n, std::int64_t d);
+void causal_softmax(float* s, std::int64_t n, std::int64_t ld);
 void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
               std::int64_t row);
 void attention(const AttentionArgs& a, ThreadPool& pool);
@@ -30,6 +32,9 @@ bool inverse_cholesky_upper(double* a, std::int64_t n, float* u);
 void gptq_block(const GptqBlockArgs& a);
 void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t group, int bits, bool sym, ThreadPool& pool);
 ErrorSums error_sums(const float* a, const float* b, std::int64_t n);
+void quantize_delta(const float* w, std::int64_t ldw, std::int64_t rows, std::int64_t cols, const float* col_scale, const float* row_clip,
+                    std::int64_t group, int bits, bool sym, float* d, ThreadPool& pool);
+void row_dots(const float* a, const float* b, std::int64_t rows, std::int64_t cols, double* out);
 
 void f16_row_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
 

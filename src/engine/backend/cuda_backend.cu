@@ -89,6 +89,8 @@ class CudaBackend final : public Backend {
   void silu_mul(float* gate, const float* up, std::int64_t n) override { cuda_dev::silu_mul(gate, up, n); }
   void add(float* x, const float* y, std::int64_t n) override { cuda_dev::add(x, y, n); }
   void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) override { cuda_dev::add_bias(y, bias, n, d); }
+  void scale_columns(float* y, const float* s, std::int64_t n, std::int64_t d) override { cuda_dev::scale_columns(y, s, n, d); }
+  void causal_softmax(float* s, std::int64_t n, std::int64_t ld) override { cuda_dev::causal_softmax(s, n, ld); }
   void kv_write(std::uint16_t* k_cache, std::uint16_t* v_cache, const float* k, const float* v, const std::int32_t* slots, std::int64_t n,
                 std::int64_t row) override {
     cuda_dev::kv_write(k_cache, v_cache, k, v, slots, n, row);
@@ -98,6 +100,11 @@ class CudaBackend final : public Backend {
     cuda_dev::attention(a);
   }
   void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y) override {
+    if (w.kind == LinearKind::f32) {  // the quantizers' unrounded weights: one f32 GEMM
+      if (n > 0)
+        quant_->gemm(false, true, n, w.rows, w.cols, 1.0f, x, w.cols, static_cast<const float*>(w.weight), w.cols, 0.0f, y, w.rows);
+      return;
+    }
     const std::size_t before = linear_->scratch_bytes();
     linear_->run(x, n, w, y);
     // The kernels' scratch (f16 activations, dequantized weights) is device memory too: count it.
@@ -121,6 +128,13 @@ class CudaBackend final : public Backend {
     ErrorSums out;
     counted([&] { out = quant_->error_sums(a, b, n); });
     return out;
+  }
+  void quantize_delta(const float* w, std::int64_t ldw, std::int64_t rows, std::int64_t cols, const float* col_scale, const float* row_clip,
+                      std::int64_t group, int bits, bool sym, float* d) override {
+    quant_->quantize_delta(w, ldw, rows, cols, col_scale, row_clip, group, bits, sym, d);
+  }
+  void row_dots(const float* a, const float* b, std::int64_t rows, std::int64_t cols, double* out) override {
+    counted([&] { quant_->row_dots(a, b, rows, cols, out); });
   }
 
  private:

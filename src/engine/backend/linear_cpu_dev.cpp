@@ -41,7 +41,8 @@ void validate(const DeviceLinear& w, std::int64_t n) {
   if (w.rows <= 0 || w.cols <= 0) bad(w, "rows and cols must be positive");
   if (!w.weight) bad(w, "no weight buffer");
   switch (w.kind) {
-    case LinearKind::f16: return;
+    case LinearKind::f16:
+    case LinearKind::f32: return;
     case LinearKind::q8_0:
     case LinearKind::q4_k:
     case LinearKind::q6_k: {
@@ -144,6 +145,7 @@ void decode_rows(const DeviceLinear& w, std::int64_t r0, std::int64_t r1, float*
       }
       return;
     }
+    case LinearKind::f32:                                  // linear() takes it as one GEMM before decoding anything
     case LinearKind::host: bad(w, "not a device layout");  // validate() refuses it first
   }
 }
@@ -163,6 +165,8 @@ float dot(const float* a, const float* b, std::int64_t n) {
 void linear(const float* x, std::int64_t n, const DeviceLinear& w, float* y, ThreadPool& pool) {
   validate(w, n);
   if (n == 0) return;
+  if (w.kind == LinearKind::f32)
+    return gemm(false, true, n, w.rows, w.cols, 1.0f, x, w.cols, static_cast<const float*>(w.weight), w.cols, 0.0f, y, w.rows);
   const std::int64_t tiles = (w.rows + kTile - 1) / kTile;
   pool.parallel_for(0, tiles, [&](std::int64_t t0, std::int64_t t1, int) {
     std::vector<float> buf(static_cast<std::size_t>(kTile * w.cols));

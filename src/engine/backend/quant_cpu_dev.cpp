@@ -90,6 +90,37 @@ void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t 
   });
 }
 
+void quantize_delta(const float* w, std::int64_t ldw, std::int64_t rows, std::int64_t cols, const float* col_scale, const float* row_clip,
+                    std::int64_t group, int bits, bool sym, float* d, ThreadPool& pool) {
+  pool.parallel_for(
+      0, rows,
+      [&](std::int64_t b, std::int64_t e, int) {
+        for (std::int64_t r = b; r < e; ++r) {
+          const float* wr = w + r * ldw;
+          float* dr = d + r * cols;
+          for (std::int64_t c = 0; c < cols; ++c) dr[c] = col_scale ? wr[c] * col_scale[c] : wr[c];
+          if (row_clip)
+            for (std::int64_t c = 0; c < cols; ++c) dr[c] = std::clamp(dr[c], -row_clip[r], row_clip[r]);
+          for (std::int64_t c0 = 0; c0 < cols; c0 += group) {
+            float* g = dr + c0;
+            const std::int64_t n = std::min(group, cols - c0);
+            const formats::GroupParams p = formats::group_params(g, n, 1, bits, sym);
+            for (std::int64_t i = 0; i < n; ++i) g[i] = formats::dequantize_code(formats::quantize_code(g[i], p, bits), p);
+          }
+          for (std::int64_t c = 0; c < cols; ++c) dr[c] = (col_scale ? dr[c] / col_scale[c] : dr[c]) - wr[c];
+        }
+      },
+      16);
+}
+
+void row_dots(const float* a, const float* b, std::int64_t rows, std::int64_t cols, double* out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += static_cast<double>(a[r * cols + c]) * b[r * cols + c];
+    out[r] = s;
+  }
+}
+
 ErrorSums error_sums(const float* a, const float* b, std::int64_t n) {
   ErrorSums s;
   for (std::int64_t i = 0; i < n; ++i) {
