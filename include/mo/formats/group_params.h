@@ -84,4 +84,15 @@ MO_GQ_HD int quantize_code(float w, GroupParams p, int bits) {
 // (q - zero) * scale: exact in f32 (|q - zero| < 2^9, an 11-bit scale mantissa).
 MO_GQ_HD float dequantize_code(int q, GroupParams p) { return static_cast<float>(q - p.zero) * gq_from_f16(p.scale_f16); }
 
+// w[0..n) = dequantize_code(quantize_code(w[i], p, bits), p), the same floats, with the scale widened once
+// (f16 -> f32 per element is most of the cost on the host).
+MO_GQ_HD void fake_quantize_group(float* w, std::int64_t n, GroupParams p, int bits) {
+  const float s = gq_from_f16(p.scale_f16), maxq = static_cast<float>((1 << bits) - 1), z = static_cast<float>(p.zero);
+  for (std::int64_t i = 0; i < n; ++i) {
+    float q = nearbyintf(w[i] / s) + z;
+    q = !(q >= 0.0f) ? 0.0f : (maxq < q ? maxq : q);
+    w[i] = (q - z) * s;
+  }
+}
+
 }  // namespace mo::formats

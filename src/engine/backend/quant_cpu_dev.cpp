@@ -83,8 +83,7 @@ void fake_quantize(float* w, std::int64_t rows, std::int64_t cols, std::int64_t 
       for (std::int64_t c0 = 0; c0 < cols; c0 += group) {
         float* g = w + r * cols + c0;
         const std::int64_t n = std::min(group, cols - c0);
-        const formats::GroupParams p = formats::group_params(g, n, 1, bits, sym);
-        for (std::int64_t i = 0; i < n; ++i) g[i] = formats::dequantize_code(formats::quantize_code(g[i], p, bits), p);
+        formats::fake_quantize_group(g, n, formats::group_params(g, n, 1, bits, sym), bits);
       }
     }
   });
@@ -104,8 +103,7 @@ void quantize_delta(const float* w, std::int64_t ldw, std::int64_t rows, std::in
           for (std::int64_t c0 = 0; c0 < cols; c0 += group) {
             float* g = dr + c0;
             const std::int64_t n = std::min(group, cols - c0);
-            const formats::GroupParams p = formats::group_params(g, n, 1, bits, sym);
-            for (std::int64_t i = 0; i < n; ++i) g[i] = formats::dequantize_code(formats::quantize_code(g[i], p, bits), p);
+            formats::fake_quantize_group(g, n, formats::group_params(g, n, 1, bits, sym), bits);
           }
           for (std::int64_t c = 0; c < cols; ++c) dr[c] = (col_scale ? dr[c] / col_scale[c] : dr[c]) - wr[c];
         }
