@@ -84,8 +84,7 @@ __global__ void fake_quantize_kernel(float* w, std::int64_t rows, std::int64_t c
   const std::int64_t r = idx / groups, c0 = (idx % groups) * group;
   const std::int64_t n = cols - c0 < group ? cols - c0 : group;
   float* g = w + r * cols + c0;
-  const formats::GroupParams p = formats::group_params(g, n, 1, bits, sym);
-  for (std::int64_t i = 0; i < n; ++i) g[i] = formats::dequantize_code(formats::quantize_code(g[i], p, bits), p);
+  formats::fake_quantize_group(g, n, formats::group_params(g, n, 1, bits, sym), bits);
 }
 
 // One thread per (row, group): scale, clip, quantize-dequantize, unscale, minus the original.
@@ -103,11 +102,8 @@ __global__ void quantize_delta_kernel(const float* w, std::int64_t ldw, std::int
     if (row_clip) v = fminf(fmaxf(v, -row_clip[r]), row_clip[r]);
     g[i] = v;
   }
-  const formats::GroupParams p = formats::group_params(g, n, 1, bits, sym);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float q = formats::dequantize_code(formats::quantize_code(g[i], p, bits), p);
-    g[i] = (col_scale ? q / col_scale[c0 + i] : q) - wg[i];
-  }
+  formats::fake_quantize_group(g, n, formats::group_params(g, n, 1, bits, sym), bits);
+  for (std::int64_t i = 0; i < n; ++i) g[i] = (col_scale ? g[i] / col_scale[c0 + i] : g[i]) - wg[i];
 }
 
 // One block per row.

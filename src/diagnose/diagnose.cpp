@@ -93,14 +93,6 @@ quant::CalibrationSet load_samples(const DiagnoseOptions& opt, const DiagModel& 
   return quant::load_calibration(co, *src.tok, src.files->chat_template());
 }
 
-// Both models' per-layer ops run over one backend: the host backend (the CPU engine's kernels, weights
-// read in place) or a device (CUDA; or the CPU backend in device layouts, the CUDA path's reference in
-// tests), where both models are uploaded and every hidden state, linear output and sum stays on it.
-struct Side {
-  engine::DeviceModel& model;
-  const engine::ModelWeights& weights;
-};
-
 // Per-linear inputs of one layer run: x [n, dim] for each of the 7 linears, in the backend's memory.
 struct Captured {
   engine::Backend& b;
@@ -117,12 +109,6 @@ struct Captured {
   const float* of(LinearId id) const { return x[static_cast<int>(id)].as<float>(); }
 };
 
-std::vector<float> download_floats(engine::Backend& b, const float* p, std::int64_t count) {
-  std::vector<float> v(static_cast<std::size_t>(count));
-  b.download(v.data(), p, v.size() * sizeof(float));
-  return v;
-}
-
 // AWQ folds a per-input-channel scale into the layer before each linear (the norms, v_proj, up_proj),
 // so its linears expect x / s, not the original x, and up_proj (v_proj without GQA) output y / s'.
 // The scale is read off the two models' inputs on the same hidden state, per channel by least squares:
@@ -130,7 +116,8 @@ std::vector<float> download_floats(engine::Backend& b, const float* p, std::int6
 // o_proj and down_proj. Computed on the host (O(tokens x width), against the linears' O(tokens x width x rows)).
 std::vector<float> awq_scales(engine::Backend& b, const float* xo_dev, const float* xq_dev, std::int64_t n, std::int64_t dim,
                               bool reciprocal) {
-  const std::vector<float> xo = download_floats(b, xo_dev, n * dim), xq = download_floats(b, xq_dev, n * dim);
+  const std::vector<float> xo = engine::to_host(b, xo_dev, static_cast<std::size_t>(n * dim)),
+                           xq = engine::to_host(b, xq_dev, static_cast<std::size_t>(n * dim));
   std::vector<double> num(static_cast<std::size_t>(dim)), den(static_cast<std::size_t>(dim));
   for (std::int64_t t = 0; t < n; ++t)
     for (std::int64_t c = 0; c < dim; ++c) {
@@ -152,11 +139,15 @@ struct LayerAccumulators {
 
 class Runner {
  public:
-  Runner(const DiagnoseOptions& opt, DiagModel& o, DiagModel& q, engine::Backend& b, Side so, Side sq)
-      : opt_(opt), o_(o), q_(q), b_(b), so_(so), sq_(sq), hp_(o.engine->hparams()) {
+  // Both models' per-layer ops run over one backend: the host backend (the CPU engine's kernels, weights read
+  // in place) or a device (CUDA; or the CPU backend in device layouts, the CUDA path's reference in tests),
+  // where both models are uploaded and every hidden state, linear output and sum stays on it.
+  Runner(const DiagnoseOptions& opt, DiagModel& o, DiagModel& q, engine::Backend& b, engine::DeviceModel& model_o,
+         engine::DeviceModel& model_q)
+      : opt_(opt), o_(o), q_(q), b_(b), mo_(model_o), mq_(model_q), hp_(o.engine->hparams()) {
     awq_ = q.files->quantization_config().is_object() && q.files->quantization_config().value("quant_method", "") == "awq";
     const std::vector<float> minus(static_cast<std::size_t>(hp_.hidden_size), -1.0f);
-    minus_ones_ = upload(minus);
+    minus_ones_ = engine::to_device(b_, minus);
   }
   bool awq() const { return awq_; }
 
@@ -167,8 +158,8 @@ class Runner {
       const std::size_t bytes = s.size() * static_cast<std::size_t>(hp_.hidden_size) * sizeof(float);
       ho_.emplace_back(b_, bytes);
       hq_.emplace_back(b_, bytes);
-      so_.model.embed(s, ho_.back().as<float>());
-      sq_.model.embed(s, hq_.back().as<float>());
+      mo_.embed(s, ho_.back().as<float>());
+      mq_.embed(s, hq_.back().as<float>());
     }
   }
 
@@ -183,13 +174,13 @@ class Runner {
       b_.scale_columns(minus_in.as<float>(), minus_ones_.as<float>(), n, h);
       Captured co(b_), cq(b_), cl(b_);
       const auto obs_o = co.observer(), obs_q = cq.observer(), obs_l = cl.observer();
-      so_.model.run_layer(L, ho, n, 0, &obs_o);
+      mo_.run_layer(L, ho, n, 0, &obs_o);
       // Local view of the whole layer: the quantized layer on the original's input.
-      sq_.model.run_layer(L, local.as<float>(), n, 0, awq_ ? &obs_l : nullptr);
+      mq_.run_layer(L, local.as<float>(), n, 0, awq_ ? &obs_l : nullptr);
       b_.add(local.as<float>(), minus_in.as<float>(), n * h);
       b_.add(minus_in.as<float>(), ho, n * h);  // now ho - in
       acc.layer_local.add(b_.error_sums(minus_in.as<float>(), local.as<float>(), n * h), n * h);
-      sq_.model.run_layer(L, hq_[s].as<float>(), n, 0, &obs_q);
+      mq_.run_layer(L, hq_[s].as<float>(), n, 0, &obs_q);
       acc.layer_cum.add(b_.error_sums(ho, hq_[s].as<float>(), n * h), n * h);
       for (LinearId id : quant::kAllLinears) compare_linear(L, id, n, co, cq, cl, acc);
     }
@@ -204,8 +195,8 @@ class Runner {
     for (std::size_t s = 0; s < samples_->size(); ++s) {
       const std::int64_t n = static_cast<std::int64_t>((*samples_)[s].size());
       std::vector<float> lo(n * V), lq(n * V);
-      so_.model.logits(ho_[s].as<float>(), n, lo.data());
-      sq_.model.logits(hq_[s].as<float>(), n, lq.data());
+      mo_.logits(ho_[s].as<float>(), n, lo.data());
+      mq_.logits(hq_[s].as<float>(), n, lq.data());
       for (std::int64_t t = 0; t < n; ++t) {
         bool top1 = false;
         kls.push_back(eval::kl_divergence_row(lo.data() + t * V, lq.data() + t * V, V, &top1));
@@ -225,11 +216,6 @@ class Runner {
   }
 
  private:
-  engine::DeviceBuffer upload(const std::vector<float>& v) {
-    engine::DeviceBuffer d(b_, v.size() * sizeof(float));
-    b_.upload(d.as(), v.data(), d.bytes());
-    return d;
-  }
   engine::DeviceBuffer copy_of(const float* p, std::int64_t count) {
     engine::DeviceBuffer d(b_, static_cast<std::size_t>(count) * sizeof(float));
     b_.copy(d.as(), p, d.bytes());
@@ -238,32 +224,32 @@ class Runner {
 
   void compare_linear(int L, LinearId id, std::int64_t n, const Captured& co, const Captured& cq, const Captured& cl,
                       LayerAccumulators& acc) {
-    const engine::Matrix& wo = matrix_of(so_.weights.layers[L], id);
+    const engine::Matrix& wo = matrix_of(o_.engine->weights().layers[L], id);
     const std::int64_t rows = wo.rows, cols = wo.cols, out = n * rows;
     const std::size_t out_bytes = static_cast<std::size_t>(out) * sizeof(float);
     engine::DeviceBuffer y_o(b_, out_bytes), y_local(b_, out_bytes), y_cum(b_, out_bytes);
-    so_.model.linear(L, id, co.of(id), n, y_o.as<float>());
+    mo_.linear(L, id, co.of(id), n, y_o.as<float>());
     if (awq_) {
       engine::DeviceBuffer x = copy_of(co.of(id), n * cols);
-      const engine::DeviceBuffer s = upload(awq_scales(b_, co.of(id), cl.of(id), n, cols, false));
+      const engine::DeviceBuffer s = engine::to_device(b_, awq_scales(b_, co.of(id), cl.of(id), n, cols, false));
       b_.scale_columns(x.as<float>(), s.as<float>(), n, cols);
-      sq_.model.linear(L, id, x.as<float>(), n, y_local.as<float>());
+      mq_.linear(L, id, x.as<float>(), n, y_local.as<float>());
     } else {
-      sq_.model.linear(L, id, co.of(id), n, y_local.as<float>());
+      mq_.linear(L, id, co.of(id), n, y_local.as<float>());
     }
-    sq_.model.linear(L, id, cq.of(id), n, y_cum.as<float>());
+    mq_.linear(L, id, cq.of(id), n, y_cum.as<float>());
     // AWQ's scale of down_proj (o_proj) lives in up_proj's (v_proj's) rows: undo it on their outputs.
     const LinearId next = id == LinearId::up ? LinearId::down : LinearId::o;
     if (awq_ && (id == LinearId::up || (id == LinearId::v && rows == hp_.num_heads * hp_.head_dim))) {
-      const engine::DeviceBuffer inv = upload(awq_scales(b_, co.of(next), cl.of(next), n, rows, true));
+      const engine::DeviceBuffer inv = engine::to_device(b_, awq_scales(b_, co.of(next), cl.of(next), n, rows, true));
       b_.scale_columns(y_local.as<float>(), inv.as<float>(), n, rows);
       b_.scale_columns(y_cum.as<float>(), inv.as<float>(), n, rows);
     }
-    const auto from = sq_.weights.rope_style, to = so_.weights.rope_style;
+    const auto from = q_.engine->weights().rope_style, to = o_.engine->weights().rope_style;
     if ((id == LinearId::q || id == LinearId::k) && from != to) {
       // GGUF against HF: a row permutation, done on the host (only when the two files differ in it).
       for (engine::DeviceBuffer* y : {&y_local, &y_cum}) {
-        std::vector<float> host = download_floats(b_, y->as<float>(), out);
+        std::vector<float> host = engine::to_host(b_, y->as<float>(), static_cast<std::size_t>(out));
         align_qk_output(host.data(), n, rows, hp_.head_dim, from, to);
         b_.upload(y->as(), host.data(), out_bytes);
       }
@@ -282,7 +268,7 @@ class Runner {
     // flagged, as only they can be kept out of quantization.
     d.block_below = d.local.cosine < opt_.threshold;
     for (LinearId id : quant::kAllLinears) {
-      const engine::Matrix& wo = matrix_of(so_.weights.layers[L], id);
+      const engine::Matrix& wo = matrix_of(o_.engine->weights().layers[L], id);
       LinearDiag l;
       l.layer = L;
       l.name = engine::linear_name(id);
@@ -308,7 +294,7 @@ class Runner {
   DiagModel& o_;
   DiagModel& q_;
   engine::Backend& b_;
-  Side so_, sq_;
+  engine::DeviceModel &mo_, &mq_;
   const model::Hparams& hp_;
   const std::vector<std::vector<std::int32_t>>* samples_ = nullptr;
   bool awq_ = false;
@@ -352,7 +338,7 @@ DiagnoseResult run_diagnose(const DiagnoseOptions& opt) {
   if (!backend->host_formats())
     log::info("diagnose: both models on {} ({} + {} of weights)", backend->describe(), format_bytes(model_o.weight_bytes()),
               format_bytes(model_q.weight_bytes()));
-  Runner run(opt, o, q, *backend, Side{model_o, o.engine->weights()}, Side{model_q, q.engine->weights()});
+  Runner run(opt, o, q, *backend, model_o, model_q);
   run.start(set.samples);
   const int layers = static_cast<int>(o.engine->hparams().num_layers);
   Progress progress("diagnose", layers, "layers");

@@ -61,8 +61,7 @@ DeviceLinear packed_host_view(const Matrix& m) {
 }
 
 DeviceBuffer DeviceModel::upload_floats(const std::vector<float>& v) {
-  DeviceBuffer buf(b_, v.size() * sizeof(float));
-  if (!v.empty()) b_.upload(buf.as(), v.data(), v.size() * sizeof(float));
+  DeviceBuffer buf = to_device(b_, v);
   weight_bytes_ += buf.bytes();
   return buf;
 }

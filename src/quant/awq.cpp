@@ -24,13 +24,6 @@ std::vector<float> sample_tokens(const std::vector<float>& x, std::int64_t n, st
   return out;
 }
 
-engine::DeviceBuffer upload(engine::Backend& b, const float* src, std::size_t count) {
-  engine::DeviceBuffer d(b, count * sizeof(float));
-  b.upload(d.as(), src, d.bytes());
-  return d;
-}
-engine::DeviceBuffer upload(engine::Backend& b, const std::vector<float>& v) { return upload(b, v.data(), v.size()); }
-
 // Per-row output error of a weight perturbation D ([rows, k], device memory) on tokens X ([t, k], leading
 // dim ldx, device memory): err[r] = mean over tokens of (x . d_r)^2. With k < t the Gram form
 // d_r (X^T X / t) d_r^T is cheaper.
@@ -140,12 +133,12 @@ AwqGroupReport search_scales(engine::Backend& b, const LayerF32& layer, const La
   for (std::int64_t c = 0; c < cols; ++c) w_mean[c] = static_cast<float>(w_sum[c] / static_cast<double>(total_rows));
 
   // The candidates are scored on the device: the sampled tokens, the group's weights, each grid point's scales.
-  const engine::DeviceBuffer xs = upload(b, sample_tokens(x, n, cols, opt.search_tokens));
+  const engine::DeviceBuffer xs = engine::to_device(b, sample_tokens(x, n, cols, opt.search_tokens));
   OutputError oe(b, xs.as<float>(), static_cast<std::int64_t>(xs.bytes() / sizeof(float)) / cols, cols, cols);
   std::vector<engine::DeviceBuffer> dw;
   std::int64_t max_rows = 0;
   for (LinearId id : active) {
-    dw.push_back(upload(b, layer.weight(id)));
+    dw.push_back(engine::to_device(b, layer.weight(id)));
     max_rows = std::max(max_rows, layer.rows(id));
   }
   engine::DeviceBuffer d(b, static_cast<std::size_t>(max_rows * cols) * sizeof(float)),
@@ -211,7 +204,7 @@ void apply_scales(LayerF32& layer, LayerInputs& inputs, const ScaleGroup& group,
 // scored on the device.
 void clip_linear(engine::Backend& b, std::vector<float>& w, std::int64_t rows, std::int64_t cols, const std::vector<float>& x,
                  std::int64_t n, const formats::QuantScheme& scheme, const AwqOptions& opt, AwqLayerReport& rep) {
-  const engine::DeviceBuffer xs = upload(b, sample_tokens(x, n, cols, opt.clip_tokens)), dw = upload(b, w);
+  const engine::DeviceBuffer xs = engine::to_device(b, sample_tokens(x, n, cols, opt.clip_tokens)), dw = engine::to_device(b, w);
   const std::int64_t t = static_cast<std::int64_t>(xs.bytes() / sizeof(float)) / cols, g = scheme.effective_group(cols);
   const int steps = static_cast<int>(opt.max_shrink * opt.grid);
   std::vector<float> amax(static_cast<std::size_t>(rows)), best_max(amax.size()), clip(amax.size());

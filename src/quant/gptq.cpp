@@ -30,28 +30,7 @@ void HessianAccumulator::add_host(const float* x, std::int64_t n) {
   add(staging_.as<float>(), n);
 }
 
-std::vector<double> HessianAccumulator::h() const {
-  std::vector<double> out(static_cast<std::size_t>(dim_ * dim_));
-  b_->download(out.data(), h_.as(), out.size() * sizeof(double));
-  return out;
-}
-
-namespace {
-
-template <class T>
-engine::DeviceBuffer upload(engine::Backend& b, const std::vector<T>& v) {
-  engine::DeviceBuffer d(b, v.size() * sizeof(T));
-  b.upload(d.as(), v.data(), v.size() * sizeof(T));
-  return d;
-}
-template <class T>
-std::vector<T> download(engine::Backend& b, const engine::DeviceBuffer& d, std::size_t n) {
-  std::vector<T> v(n);
-  b.download(v.data(), d.as(), n * sizeof(T));
-  return v;
-}
-
-}  // namespace
+std::vector<double> HessianAccumulator::h() const { return engine::to_host(*b_, h_.as<double>(), static_cast<std::size_t>(dim_ * dim_)); }
 
 GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, const HessianAccumulator& hessian,
                          const formats::QuantScheme& scheme, const GptqOptions& options) {
@@ -146,8 +125,9 @@ GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, c
     // From wt, which has not yet received this block's in-block updates: AutoGPTQ reads W, not W1.
     if (grouped && !static_groups && c % gsize == 0) group_start[c] = static_cast<std::int32_t>(std::min(cols, c + gsize) - c);
   }
-  engine::DeviceBuffer wt_dev = upload(dev, wt), sc_dev = upload(dev, set_scales), ze_dev = upload(dev, set_zeros),
-                       set_dev = upload(dev, param_set), start_dev = upload(dev, group_start);
+  engine::DeviceBuffer wt_dev = engine::to_device(dev, wt), sc_dev = engine::to_device(dev, set_scales),
+                       ze_dev = engine::to_device(dev, set_zeros), set_dev = engine::to_device(dev, param_set),
+                       start_dev = engine::to_device(dev, group_start);
   wt.clear();
   wt.shrink_to_fit();
   const std::int64_t block = std::max(1, options.block_size);
@@ -180,11 +160,11 @@ GptqResult gptq_quantize(const float* w, std::int64_t rows, std::int64_t cols, c
       dev.gemm(true, false, cols - i2, rows, count, -1.0f, u_d + i1 * cols + i2, cols, a.err, rows, 1.0f, wt_d + i2 * rows, rows);
   }
   const std::vector<std::uint8_t> codes =
-      download<std::uint8_t>(dev, codes_dev, static_cast<std::size_t>(rows * cols));  // [cols (permuted), rows]
-  set_scales = download<std::uint16_t>(dev, sc_dev, set_scales.size());
-  set_zeros = download<std::int32_t>(dev, ze_dev, set_zeros.size());
+      engine::to_host(dev, codes_dev.as<std::uint8_t>(), static_cast<std::size_t>(rows * cols));  // [cols (permuted), rows]
+  set_scales = engine::to_host(dev, sc_dev.as<std::uint16_t>(), set_scales.size());
+  set_zeros = engine::to_host(dev, ze_dev.as<std::int32_t>(), set_zeros.size());
   double loss = 0;
-  for (double l : download<double>(dev, loss_dev, R)) loss += l;
+  for (double l : engine::to_host(dev, loss_dev.as<double>(), R)) loss += l;
   res.loss = loss / 2;  // AutoGPTQ halves Losses before summing
 
   formats::QuantizedLinear& out = res.q;

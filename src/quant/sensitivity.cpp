@@ -38,12 +38,9 @@ OutputError output_error(engine::Backend& device, const float* x, std::int64_t n
                          std::int64_t cols) {
   OutputError e;
   if (n == 0) return e;
-  auto upload = [&](const float* src, std::int64_t count) {
-    engine::DeviceBuffer b(device, static_cast<std::size_t>(count) * sizeof(float));
-    device.upload(b.as(), src, b.bytes());
-    return b;
-  };
-  const engine::DeviceBuffer dx = upload(x, n * cols), dw = upload(w, rows * cols), dwq = upload(wq, rows * cols);
+  const auto count = [](std::int64_t a, std::int64_t b) { return static_cast<std::size_t>(a * b); };
+  const engine::DeviceBuffer dx = engine::to_device(device, x, count(n, cols)), dw = engine::to_device(device, w, count(rows, cols)),
+                             dwq = engine::to_device(device, wq, count(rows, cols));
   engine::DeviceBuffer y(device, static_cast<std::size_t>(n * rows) * sizeof(float)), yq(device, y.bytes());
   device.gemm(false, true, n, rows, cols, 1.0f, dx.as<float>(), cols, dw.as<float>(), cols, 0.0f, y.as<float>(), rows);
   device.gemm(false, true, n, rows, cols, 1.0f, dx.as<float>(), cols, dwq.as<float>(), cols, 0.0f, yq.as<float>(), rows);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mo/core/device.h"
 #include "mo/engine/rope_style.h"
@@ -246,5 +247,24 @@ class DeviceBuffer {
   void* p_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+// A new buffer in b's memory holding count values copied from host memory (count 0: an empty buffer).
+template <class T>
+DeviceBuffer to_device(Backend& b, const T* src, std::size_t count) {
+  DeviceBuffer d(b, count * sizeof(T));
+  if (count > 0) b.upload(d.as(), src, d.bytes());
+  return d;
+}
+template <class T>
+DeviceBuffer to_device(Backend& b, const std::vector<T>& v) {
+  return to_device(b, v.data(), v.size());
+}
+// count values from b's memory, copied to the host.
+template <class T>
+std::vector<T> to_host(Backend& b, const T* src, std::size_t count) {
+  std::vector<T> v(count);
+  if (count > 0) b.download(v.data(), src, count * sizeof(T));
+  return v;
+}
 
 }  // namespace mo::engine

@@ -54,7 +54,7 @@ struct QuantizeOptions {
   bool desc_act = true;                  // GPTQ act-order
   bool dummy_weights = false;            // random weights of a preset's shape (speed/memory runs)
   Device device = Device::cpu;           // where the calibration passes, GPTQ's Hessians and solve run
-  bool device_path_on_cpu = false;       // tests: the GPU's code path (layer streaming, f16 K/V) on the CPU backend
+  bool device_path_on_cpu = false;       // tests: the GPU's code path (layer streaming, f32 self-attention) on the CPU backend
   std::uint64_t max_shard_bytes = 2'000'000'000ull;
   std::string gguf_type = "q4_k_m";  // GGUF file type (method gguf)
   ImatrixSource imatrix = ImatrixSource::automatic;
