@@ -202,6 +202,7 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
   SourceModel src(cfg.model_path, false, default_pool(), ops::Batching::invariant);
   const model::ModelFiles& files = *src.files();
   const model::Hparams& hp = src.hp();
+  skip.check_layer_count(hp.num_layers, cfg.model_path);
   if (hp.num_experts > 0) throw UsageError(fmt::format("{}: GGUF quantization of MoE models is not supported yet", cfg.model_path));
   rep.input_bytes = files.total_bytes();
   if (files.gguf()) {
@@ -256,9 +257,9 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
     }
     plan.push_back(std::move(p));
   }
-  for (const auto& pat : skip.unused()) {
-    rep.notes.push_back(fmt::format("skip_layers: '{}' matched no module", pat));
-    log::warn("skip_layers: '{}' matched no module", pat);
+  for (const auto& w : skip.unused_warnings()) {
+    rep.notes.push_back(w);
+    log::warn("{}", w);
   }
 
   gguf::Writer w(cfg.output_path);

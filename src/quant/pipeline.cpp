@@ -123,6 +123,7 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
   // Whole-dataset passes: BLAS for the F32 layers' calibration batches.
   SourceModel src(cfg.model_path, dummy, default_pool(), ops::Batching::blas);
   const auto& hp = src.hp();
+  s.skip.check_layer_count(hp.num_layers, cfg.model_path);
   rep.input_bytes = src.files() ? src.files()->total_bytes() : 0;
   log::info("quantize: {} ({} layers, hidden {}, ffn {}) -> {} as {}", cfg.model_path, hp.num_layers, hp.hidden_size, hp.intermediate_size,
             cfg.output_path, rep.method);
@@ -222,9 +223,9 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
     progress.update(layer + 1);
   }
   progress.finish();
-  for (const auto& p : s.skip.unused()) {
-    rep.notes.push_back(fmt::format("skip_layers: '{}' matched no module", p));
-    log::warn("skip_layers: '{}' matched no module", p);
+  for (const auto& w : s.skip.unused_warnings()) {
+    rep.notes.push_back(w);
+    log::warn("{}", w);
   }
   write_non_layer_tensors(writer, src, rep.decisions);
   writer.finish();

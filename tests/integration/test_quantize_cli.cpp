@@ -103,4 +103,33 @@ TEST_F(QuantizeCli, AJobThatDoesNotFitIsRefusedWithTheSamplesThatFit) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// skip_layers is strict: a spec that does not parse or a range past the last layer ends the run before
+// anything is written; a well-formed pattern that matches nothing is a warning naming the closest modules.
+TEST_F(QuantizeCli, SkipLayersThatDoNotParseOrPassTheLastLayerAreErrors) {
+  const auto out = dir_ / "q";
+  const std::string base = "quantize --model_path " + kStories + " --quant_method rtn --no-eval --threads 2 --output_path " + out.string();
+  auto r = run_cli(base + " --skip_layers 'lm_head,garbage!!'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  const auto errors = lines_with(r.err, "error: ");
+  ASSERT_EQ(errors.size(), 1u) << r.err;
+  EXPECT_EQ(errors[0].rfind("error: skip_layers: 'garbage!!' is not a pattern; expected a module name", 0), 0u) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+
+  r = run_cli(base + " --skip_layers 1-99");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "skip_layers: '1-99' reaches layer 99, but " + kStories + " has 5 layers (0-4)")) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(QuantizeCli, SkipLayersThatMatchNothingWarnWithTheClosestNamesAndLmHeadIsSilent) {
+  const auto out = dir_ / "q";
+  auto r = run_cli("quantize --model_path " + kStories + " --quant_method rtn --no-eval --threads 2 --skip_layers " +
+                   "lm_head,model.layers.1.mlp.down_prj,3 --output_path " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "skip_layers: 'model.layers.1.mlp.down_prj' matched no module; the closest names: model.layers.1.mlp.down_proj"))
+      << r.err;
+  EXPECT_FALSE(has(r.err, "'lm_head'")) << r.err;
+  EXPECT_FALSE(has(r.err, "'3' matched")) << r.err;
+}
+
 }  // namespace

@@ -32,6 +32,48 @@ TEST(LayerSelector, ReportsUnusedPatternsAndBadRanges) {
   }
 }
 
+TEST(LayerSelector, ASpecThatDoesNotParseIsAnErrorNamingItAndTheForms) {
+  for (const std::string bad : {"garbage!!", "[", "a-b", "-3", "3-", "model.layers..mlp", "model.layers.3-.mlp", "1234567890"}) {
+    try {
+      LayerSelector s({"lm_head", bad});
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const mo::UsageError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind("skip_layers: '" + bad + "'", 0), 0u) << msg;
+      EXPECT_NE(msg.find("29-31"), std::string::npos) << msg;  // the accepted forms are listed
+    }
+  }
+}
+
+TEST(LayerSelector, ARangePastTheLastLayerNamesTheLayerCount) {
+  LayerSelector ok({"29", "0-29", "model.layers.28-29.mlp.down_proj", "*.down_proj", "model.layers.99.*"});
+  EXPECT_NO_THROW(ok.check_layer_count(30, "smol"));
+  for (const std::string bad : {"1-99", "30", "model.layers.28-31.mlp.down_proj"}) {
+    LayerSelector s({bad});
+    try {
+      s.check_layer_count(30, "smol");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const mo::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("smol has 30 layers (0-29)"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(LayerSelector, AnUnmatchedPatternWarnsWithTheClosestNamesAndLmHeadIsSilent) {
+  LayerSelector s({"lm_head", "model.layers.1.mlp.down_prj", "*.gate_prj"});
+  for (int layer = 0; layer < 3; ++layer)
+    for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
+      EXPECT_FALSE(s.match(hf_linear_module(layer, n), layer));
+  const auto w = s.unused_warnings();
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].rfind("skip_layers: 'model.layers.1.mlp.down_prj' matched no module; the closest names: model.layers.1.mlp.down_proj", 0),
+            0u)
+      << w[0];
+  // One name per kind of linear: the same name in other layers is not listed again.
+  EXPECT_EQ(w[1].rfind("skip_layers: '*.gate_prj' matched no module; the closest names: model.layers.0.mlp.gate_proj, ", 0), 0u) << w[1];
+  EXPECT_EQ(w[1].find("model.layers.1.mlp.gate_proj"), std::string::npos) << w[1];
+}
+
 TEST(LinearPlan, RequestedSchemeWhenTheShapeFits) {
   LinearPlan p = plan_linear(OutputLayout::gptq, 576, 1536, 4, 128, true, true);
   EXPECT_EQ(p.kind, LinearPlan::integer);
