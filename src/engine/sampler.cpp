@@ -183,7 +183,7 @@ struct Selection {
 Selection select_tokens(const SamplingParams& p, std::span<const float> logits, std::span<const std::int32_t> prompt,
                         std::span<const std::int32_t> output, Scratch& s) {
   std::span<const float> work = logits;
-  if (p.repetition_penalty != 1.0 || p.frequency_penalty != 0.0 || p.presence_penalty != 0.0) {
+  if (!p.logit_bias.empty() || p.repetition_penalty != 1.0 || p.frequency_penalty != 0.0 || p.presence_penalty != 0.0) {
     s.work.assign(logits.begin(), logits.end());
     apply_penalties(s.work, p, prompt, output);
     work = s.work;

@@ -32,6 +32,10 @@ void SamplingParams::validate() const {
     throw UsageError(fmt::format("logprobs: expected an integer in [0, {}], got {}", kMaxLogprobs, logprobs));
   for (std::int32_t id : stop_token_ids)
     if (id < 0) throw UsageError(fmt::format("stop_token_ids: expected token ids >= 0, got {}", id));
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) throw UsageError(fmt::format("logit_bias: expected token ids >= 0, got {}", id));
+    check_range("logit_bias", bias, -100.0, false, 100.0, "[-100, 100]");
+  }
   for (std::size_t i = 0; i < stop.size(); ++i)
     if (stop[i].empty()) throw UsageError(fmt::format("stop: expected non-empty strings, got an empty string at index {}", i));
 }

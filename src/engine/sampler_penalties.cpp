@@ -23,6 +23,7 @@ void check_ids(std::span<const std::int32_t> ids, std::size_t vocab) {
 
 }  // namespace
 
+// vLLM v1's sampler: logit_bias first (LogitBiasLogitsProcessor), then
 // vllm/model_executor/layers/utils.py apply_penalties: the repetition penalty first
 // (apply_repetition_penalties_torch in vllm/_custom_ops.py), then logits -= frequency * count, then
 // logits -= presence * (count > 0), in float32.
@@ -30,11 +31,15 @@ void apply_penalties(std::span<float> logits, const SamplingParams& params, std:
                      std::span<const std::int32_t> output_tokens) {
   const bool repetition = params.repetition_penalty != 1.0;
   const bool additive = params.frequency_penalty != 0.0 || params.presence_penalty != 0.0;
-  if (!repetition && !additive) return;
+  if (!repetition && !additive && params.logit_bias.empty()) return;
   const std::size_t vocab = logits.size();
   // Checked before anything is touched, so an error leaves the logits and the counters as they were.
-  check_ids(output_tokens, vocab);
+  for (const auto& [id, bias] : params.logit_bias)
+    if (id < 0 || static_cast<std::size_t>(id) >= vocab)
+      throw Error(fmt::format("sampler: logit_bias token id {} is outside the vocabulary [0, {})", id, vocab));
+  if (repetition || additive) check_ids(output_tokens, vocab);
   if (repetition) check_ids(prompt_tokens, vocab);
+  for (const auto& [id, bias] : params.logit_bias) logits[static_cast<std::size_t>(id)] += bias;
   PenaltyScratch& s = t_scratch;
 
   if (repetition) {

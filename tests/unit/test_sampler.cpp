@@ -241,6 +241,40 @@ TEST(SamplerPenalties, RejectTokenIdsOutsideTheVocab) {
   EXPECT_EQ(logits, (std::vector<float>{1.0f, 1.0f, 1.0f, 0.5f}));
 }
 
+TEST(SamplerLogitBias, BansAndForcesATokenWithoutChangingTheLogprobs) {
+  const std::vector<float> logits = {3.0f, 2.0f, 1.0f, 0.0f};
+  Sampler ban(SamplingParams{.temperature = 0, .logprobs = 2, .logit_bias = {{0, -100.0f}}}, 0);
+  const auto banned = ban.sample(logits, kNone, kNone);
+  EXPECT_EQ(banned.id, 1);
+  // Raw logprobs, as vLLM's default: the bias changes the choice, not what the model said.
+  EXPECT_NEAR(banned.logprob, std::log(softmax({3, 2, 1, 0})[1]), 1e-6);
+  ASSERT_EQ(banned.top_logprobs.size(), 2u);
+  EXPECT_EQ(banned.top_logprobs[0].first, 0);
+
+  Sampler force(SamplingParams{.temperature = 0, .logit_bias = {{3, 100.0f}}}, 0);
+  EXPECT_EQ(force.sample(logits, kNone, kNone).id, 3);
+  // Sampled at temperature 1, a token with +100 is all but certain and a banned one never drawn.
+  Sampler hot(SamplingParams{.temperature = 1.0, .logit_bias = {{2, 100.0f}, {0, -100.0f}}}, 0);
+  const auto probs = hot.distribution(logits, kNone, kNone);
+  EXPECT_GT(probs[2], 0.999f);
+  EXPECT_LT(probs[0], 1e-30f);
+}
+
+TEST(SamplerLogitBias, AppliesBeforeThePenaltiesAndChecksTheIds) {
+  std::vector<float> logits = {1.0f, 1.0f, 1.0f};
+  // (1 + 1) / 2 for the biased token repeated in the prompt, then the plain repetition penalty on the other.
+  mo::engine::apply_penalties(logits, SamplingParams{.repetition_penalty = 2.0, .logit_bias = {{0, 1.0f}}}, std::vector<std::int32_t>{0, 1},
+                              kNone);
+  EXPECT_EQ(logits, (std::vector<float>{1.0f, 0.5f, 1.0f}));
+  try {
+    mo::engine::apply_penalties(logits, SamplingParams{.logit_bias = {{3, 1.0f}}}, kNone, kNone);
+    FAIL();
+  } catch (const mo::Error& e) {
+    EXPECT_STREQ(e.what(), "sampler: logit_bias token id 3 is outside the vocabulary [0, 3)");
+  }
+  EXPECT_EQ(logits, (std::vector<float>{1.0f, 0.5f, 1.0f}));
+}
+
 TEST(SamplerSeed, SameSeedSameThousandDraws) {
   const std::vector<float> logits = pseudo_logits(50, 5);
   auto run = [&](std::uint64_t seed) {
@@ -396,6 +430,9 @@ TEST(SamplerParams, ValidateNamesTheParameterAndTheRange) {
       {{.logprobs = -1}, "logprobs: expected an integer in [0, 20], got -1"},
       {{.stop_token_ids = {2, -1}}, "stop_token_ids: expected token ids >= 0, got -1"},
       {{.stop = {"a", ""}}, "stop: expected non-empty strings, got an empty string at index 1"},
+      {{.logit_bias = {{3, 100.5f}}}, "logit_bias: expected a number in [-100, 100], got 100.5"},
+      {{.logit_bias = {{3, std::nanf("")}}}, "logit_bias: expected a number in [-100, 100], got nan"},
+      {{.logit_bias = {{-1, 1.0f}}}, "logit_bias: expected token ids >= 0, got -1"},
   };
   for (const Case& c : cases) {
     try {

@@ -2,7 +2,8 @@
 // Next-token sampling, with vLLM v1's semantics (vllm/v1/sample/sampler.py). Per token:
 //   1. raw logprobs: log_softmax of the model's logits, before anything below (vLLM's default
 //      logprobs_mode "raw_logprobs");
-//   2. penalties: repetition over prompt + output tokens, then frequency and presence over output tokens;
+//   2. logit_bias added to its tokens' logits; then penalties: repetition over prompt + output tokens, then
+//      frequency and presence over output tokens;
 //   3. temperature < 1e-5: argmax (ties -> lowest id), nothing below runs and no random number is drawn;
 //   4. logits /= temperature; min-p on the probabilities after temperature; top-k; top-p;
 //   5. one uniform draw from the tokens left, in proportion to their probabilities.
@@ -41,6 +42,9 @@ struct SamplingParams {
   bool ignore_eos = false;                        // keep generating past EOS (stop_token_ids still stop)
   int logprobs = 0;                               // [0, 20]: top-n alternatives returned per token, 0 = none
   bool include_stop_str_in_output = false;        // a matched stop string is part of the text (vLLM's option)
+  // (token id, bias in [-100, 100]) added to the logit before penalties (OpenAI's logit_bias); -100 bans a
+  // token, +100 all but forces it. Ids must lie in [0, vocab). The logprobs stay raw, unbiased (as vLLM's).
+  std::vector<std::pair<std::int32_t, float>> logit_bias = {};
 
   bool greedy() const { return temperature < kGreedyTemperature; }
   // Throws mo::UsageError naming the first bad parameter and its allowed range, e.g.
@@ -56,7 +60,7 @@ struct SampledToken {
 };
 
 // Step 2 alone, in place; what Sampler applies before temperature. Token ids must lie in [0, vocab);
-// they are read only when a penalty is set.
+// they are read only when a bias or a penalty is set.
 void apply_penalties(std::span<float> logits /*[vocab]*/, const SamplingParams& params, std::span<const std::int32_t> prompt_tokens,
                      std::span<const std::int32_t> output_tokens);
 
