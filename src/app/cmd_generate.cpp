@@ -84,7 +84,7 @@ class GenerateCommand : public Command {
       if (!tokenizer->special().bos) throw UsageError("prompt: empty, and the model has no BOS token to start from");
       prompt = {*tokenizer->special().bos};
     } else {
-      prompt = tokenizer->encode(cfg_.prompt, true, false);
+      prompt = tok::encode_prompt(*tokenizer, cfg_.prompt);
     }
     std::vector<std::int32_t> eos;
     for (auto id : engine.hparams().eos_token_ids) eos.push_back(static_cast<std::int32_t>(id));

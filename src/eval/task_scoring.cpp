@@ -21,12 +21,38 @@ struct Scored {
   bool greedy = true;  // every continuation token is the argmax
 };
 
-// lm-evaluation-harness's split: encode context+continuation together and cut at the context's length,
-// so a token that merges across the boundary counts as continuation.
-Request make_request(const tok::Tokenizer& tok, const std::string& ctx, const std::string& cont, const std::string& where) {
+// Python's str.isspace() for one code point.
+bool python_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// Bytes of trailing whitespace, as len(s) - len(s.rstrip()) counts it in characters.
+std::size_t trailing_space_bytes(std::string_view s) {
+  std::size_t end = s.size();
+  while (end > 0) {
+    std::size_t start = end - 1;
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;  // back to the lead byte
+    const auto* b = reinterpret_cast<const unsigned char*>(s.data() + start);
+    const std::size_t n = end - start;
+    char32_t c = b[0];
+    if (n == 2) c = ((b[0] & 0x1Fu) << 6) | (b[1] & 0x3Fu);
+    if (n == 3) c = ((b[0] & 0x0Fu) << 12) | ((b[1] & 0x3Fu) << 6) | (b[2] & 0x3Fu);
+    if (n > 3 || !python_space(c)) break;
+    end = start;
+  }
+  return s.size() - end;
+}
+
+// lm-evaluation-harness's split (TemplateLM._encode_pair): trailing whitespace of the context moves to the
+// continuation; context+continuation are encoded together and cut at the context's length, so a token that
+// merges across the boundary counts as continuation. Special-token text in a chat-formatted context
+// ("<|im_start|>") is its token, as Hugging Face tokenizers (lm-eval's) and serve's /tokenize make it.
+Request make_request(const tok::Tokenizer& tok, const std::string& context, const std::string& cont, const std::string& where) {
   const auto& sp = tok.special();
-  std::vector<std::int32_t> whole = tok.encode(ctx + cont, false, false);
-  const std::size_t n_ctx = tok.encode(ctx, false, false).size();
+  const std::string ctx = context.substr(0, context.size() - trailing_space_bytes(context));
+  std::vector<std::int32_t> whole = tok.encode(context + cont, false, true);
+  const std::size_t n_ctx = tok.encode(ctx, false, true).size();
   Request r;
   if (sp.add_bos && sp.bos) r.tokens.push_back(*sp.bos);
   r.tokens.insert(r.tokens.end(), whole.begin(), whole.end());
@@ -153,6 +179,8 @@ TaskResult run_task(engine::Engine& engine, const tok::Tokenizer& tok, const Tas
   for (std::int64_t i = 0; i < n; ++i) {
     const TaskItem& item = task.items[static_cast<std::size_t>(i)];
     const auto scored = score_item(engine, all[static_cast<std::size_t>(i)], kv);
+    auto& logged = r.item_logliks.emplace_back();
+    for (const Scored& sc : scored) logged.push_back(sc.loglik);
     if (item.completion) {
       correct += scored[0].greedy;
       loglik += scored[0].loglik;

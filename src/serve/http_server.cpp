@@ -24,6 +24,7 @@
 #include "mo/core/error.h"
 #include "mo/core/log.h"
 #include "mo/serve/openai_response.h"
+#include "mo/serve/tokenize_api.h"
 #include "connection_threads.h"
 
 namespace mo::serve {
@@ -123,7 +124,7 @@ bool same_secret(const std::string& given, const std::string& expected) {
   return diff == 0;
 }
 
-std::vector<SeqSpec> specs_of(const ApiRequest& r, int max_model_len) {
+std::vector<SeqSpec> specs_of(const ApiRequest& r, int max_model_len, const std::string& request_id) {
   std::vector<SeqSpec> specs;
   for (std::size_t p = 0; p < r.prompts.size(); ++p) {
     for (int j = 0; j < r.n; ++j) {
@@ -135,6 +136,7 @@ std::vector<SeqSpec> specs_of(const ApiRequest& r, int max_model_len) {
       if (s.params.seed) s.params.seed = *s.params.seed + static_cast<std::uint64_t>(j);
       s.max_total_tokens = max_model_len;
       s.prompt_logprobs = r.echo && r.logprobs;
+      s.request_id = request_id;
       specs.push_back(std::move(s));
     }
   }
@@ -198,7 +200,7 @@ void HttpServer::Impl::respond_stream(httplib::Response& res, const std::shared_
   res.set_chunked_content_provider(
       "text/event-stream",
       [r, ids, stream, st, tok](std::size_t, httplib::DataSink& sink) {
-        auto send = [&](const json& j) {
+        auto send = [&](const auto& j) {
           const std::string line = "data: " + dump(j) + "\n\n";
           return sink.write(line.data(), line.size());
         };
@@ -218,7 +220,7 @@ void HttpServer::Impl::respond_stream(httplib::Response& res, const std::shared_
         auto e = stream->pop(50ms);
         if (!e) return true;  // called again: nothing new yet
         if (!e->error.empty()) {
-          send({{"error", {{"message", e->error}, {"type", "server_error"}, {"param", nullptr}, {"code", nullptr}}}});
+          send(json{{"error", {{"message", e->error}, {"type", "server_error"}, {"param", nullptr}, {"code", nullptr}}}});
           return false;
         }
         st->results[e->choice].add(*e);
@@ -243,8 +245,8 @@ void HttpServer::Impl::handle_generate(const httplib::Request& req, httplib::Res
   }
   auto r = std::make_shared<ApiRequest>(chat ? parse_chat_request(body, ctx) : parse_completion_request(body, ctx));
   auto stream = std::make_shared<RequestStream>(static_cast<int>(r->prompts.size()) * r->n);
-  submit_or_throw(loop, specs_of(*r, ctx.max_model_len), stream);
   const ResponseIds ids = new_ids(chat);
+  submit_or_throw(loop, specs_of(*r, ctx.max_model_len, ids.id), stream);
   try {
     if (r->stream)
       respond_stream(res, r, ids, stream);
@@ -266,6 +268,7 @@ void HttpServer::Impl::routes() {
       res.set_header("Connection", "close");
       return httplib::Server::HandlerResponse::Handled;
     }
+    // As vLLM: only /v1 needs the key; /health, /metrics and the tokenizer routes stay open.
     if (opt.api_key.empty() || req.path.rfind("/v1", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
     if (same_secret(req.get_header_value("Authorization"), "Bearer " + opt.api_key)) return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "Incorrect API key provided; send it as 'Authorization: Bearer <key>'", "", "invalid_request_error",
@@ -286,10 +289,25 @@ void HttpServer::Impl::routes() {
   };
   http.Post("/v1/chat/completions", guarded([this](const auto& req, auto& res) { handle_generate(req, res, true); }));
   http.Post("/v1/completions", guarded([this](const auto& req, auto& res) { handle_generate(req, res, false); }));
+  auto json_post = [this, guarded](json (*answer)(const json&, const ApiContext&)) {
+    return guarded([this, answer](const httplib::Request& req, httplib::Response& res) {
+      json body;
+      try {
+        body = json::parse(req.body);
+      } catch (const json::exception& e) {
+        throw ApiError(400, fmt::format("the request body is not valid JSON: {}", e.what()));
+      }
+      res.set_content(dump(answer(body, ctx)), "application/json");
+    });
+  };
+  http.Post("/tokenize", json_post(&tokenize_response));
+  http.Post("/detokenize", json_post(&detokenize_response));
+  http.Get("/tokenizer_info",
+           [this](const httplib::Request&, httplib::Response& res) { res.set_content(dump(tokenizer_info(ctx)), "application/json"); });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     json m = {
         {"id", ctx.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "model-optimizer"}, {"max_model_len", ctx.max_model_len}};
-    res.set_content(dump({{"object", "list"}, {"data", json::array({m})}}), "application/json");
+    res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
   });
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("{\"status\":\"ok\"}", "application/json"); });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {

@@ -26,7 +26,7 @@ ApiError bad(const std::string& param, const std::string& message) { return ApiE
 
 std::string type_name(const json& v) { return v.type_name(); }
 
-// Parameters a client may send; some are accepted and have no effect (user, logit_bias when empty).
+// Parameters a client may send; `user` is accepted and has no effect.
 const std::set<std::string> kCommonKeys = {"model",
                                            "max_tokens",
                                            "temperature",
@@ -102,6 +102,25 @@ std::vector<std::string> stop_strings(const json& body) {
   return out;
 }
 
+// {"token id": bias}, as OpenAI and vLLM take it: ids in [0, vocab) written as strings, biases in [-100, 100].
+std::vector<std::pair<std::int32_t, float>> logit_bias(const json& body, std::int32_t vocab) {
+  const json* v = find(body, "logit_bias");
+  if (!v) return {};
+  if (!v->is_object()) throw bad("logit_bias", fmt::format("expected an object mapping token ids to biases, got {}", type_name(*v)));
+  std::vector<std::pair<std::int32_t, float>> out;
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    std::int64_t id = -1;
+    if (!key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos) id = std::stoll(key);
+    if (id < 0 || id >= vocab)
+      throw bad("logit_bias", fmt::format("'{}' is not a token id; expected keys that are integers in [0, {})", key, vocab));
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < -100 || it->get<double>() > 100)
+      throw bad("logit_bias", fmt::format("token {}: expected a bias in [-100, 100], got {}", key, it->dump()));
+    out.emplace_back(static_cast<std::int32_t>(id), it->get<float>());
+  }
+  return out;
+}
+
 void check_keys(const json& body, const std::set<std::string>& specific) {
   for (auto it = body.begin(); it != body.end(); ++it)
     if (!kCommonKeys.contains(it.key()) && !specific.contains(it.key()))
@@ -112,15 +131,7 @@ void check_keys(const json& body, const std::set<std::string>& specific) {
 ApiRequest common(const json& body, const ApiContext& ctx, const std::set<std::string>& specific) {
   if (!body.is_object()) throw ApiError(400, fmt::format("the request body must be a JSON object, got {}", type_name(body)));
   check_keys(body, specific);
-  // Without "model" the request is for the served model, as vLLM and llama-server take it.
-  if (const json* model = find(body, "model")) {
-    if (!model->is_string()) throw bad("model", fmt::format("expected a string, got {}", type_name(*model)));
-    if (model->get<std::string>() != ctx.model_name)
-      throw ApiError(404, fmt::format("The model `{}` does not exist; this server serves `{}`", model->get<std::string>(), ctx.model_name),
-                     "model", "invalid_request_error", "model_not_found");
-  }
-  if (const json* lb = find(body, "logit_bias"); lb && !(lb->is_object() && lb->empty()))
-    throw bad("logit_bias", "not supported by this server");
+  check_model(body, ctx);
   if (const json* user = find(body, "user"); user && !user->is_string()) throw bad("user", "expected a string");
 
   ApiRequest r;
@@ -138,6 +149,7 @@ ApiRequest common(const json& body, const ApiContext& ctx, const std::set<std::s
   if (auto v = boolean(body, "ignore_eos")) p.ignore_eos = *v;
   if (auto v = boolean(body, "include_stop_str_in_output")) p.include_stop_str_in_output = *v;
   p.stop = stop_strings(body);
+  p.logit_bias = logit_bias(body, ctx.tokenizer->vocab_size());
   if (const json* ids = find(body, "stop_token_ids")) {
     if (!ids->is_array()) throw bad("stop_token_ids", "expected a list of token ids");
     for (const json& id : *ids) {
@@ -221,9 +233,7 @@ std::string message_content(const json& m, std::size_t i) {
 
 }  // namespace
 
-ApiRequest parse_chat_request(const json& body, const ApiContext& ctx) {
-  ApiRequest r = common(body, ctx, kChatKeys);
-  r.chat = true;
+std::string render_chat_prompt(const json& body, const ApiContext& ctx, bool add_generation_prompt) {
   const json* msgs = find(body, "messages");
   if (!msgs) throw bad("messages", "required");
   if (!msgs->is_array() || msgs->empty()) throw bad("messages", "expected a non-empty list of messages");
@@ -243,13 +253,30 @@ ApiRequest parse_chat_request(const json& body, const ApiContext& ctx) {
   tok::ChatTemplateOptions o;
   o.bos_token = ctx.chat_template.bos_token;
   o.eos_token = ctx.chat_template.eos_token;
-  std::string text;
+  o.add_generation_prompt = add_generation_prompt;
   try {
     // No template: ChatML, as render_chat would fall back to, without its warning on every request.
-    text = ctx.chat_template.tmpl.empty() ? tok::render_chatml(chat, true) : tok::render_chat(ctx.chat_template.tmpl, chat, o);
+    return ctx.chat_template.tmpl.empty() ? tok::render_chatml(chat, add_generation_prompt)
+                                          : tok::render_chat(ctx.chat_template.tmpl, chat, o);
   } catch (const tok::ChatTemplateError& e) {
     throw bad("messages", fmt::format("the chat template refused them: {}", e.message()));
   }
+}
+
+void check_model(const json& body, const ApiContext& ctx) {
+  // Without "model" the request is for the served model, as vLLM and llama-server take it.
+  if (const json* model = find(body, "model")) {
+    if (!model->is_string()) throw bad("model", fmt::format("expected a string, got {}", type_name(*model)));
+    if (model->get<std::string>() != ctx.model_name)
+      throw ApiError(404, fmt::format("The model `{}` does not exist; this server serves `{}`", model->get<std::string>(), ctx.model_name),
+                     "model", "invalid_request_error", "model_not_found");
+  }
+}
+
+ApiRequest parse_chat_request(const json& body, const ApiContext& ctx) {
+  ApiRequest r = common(body, ctx, kChatKeys);
+  r.chat = true;
+  const std::string text = render_chat_prompt(body, ctx, true);
   r.prompt_texts.push_back(text);
   r.prompts.push_back(ctx.tokenizer->encode(text, false, true));
   r.logprobs = boolean(body, "logprobs").value_or(false);
@@ -270,7 +297,7 @@ ApiRequest parse_completion_request(const json& body, const ApiContext& ctx) {
   auto add_text = [&](const json& s) {
     check_prompt_bytes(s.get_ref<const std::string&>().size(), ctx, "prompt");
     r.prompt_texts.push_back(s.get<std::string>());
-    r.prompts.push_back(ctx.tokenizer->encode(r.prompt_texts.back(), true, false));
+    r.prompts.push_back(tok::encode_prompt(*ctx.tokenizer, r.prompt_texts.back()));
   };
   auto add_ids = [&](const json& ids) {
     std::vector<std::int32_t> out;

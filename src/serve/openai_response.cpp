@@ -2,7 +2,7 @@
 
 namespace mo::serve {
 
-using nlohmann::json;
+using json = ResponseJson;
 
 void ChoiceResult::add(const ChoiceEvent& e) {
   text += e.text;
@@ -16,6 +16,7 @@ void ChoiceResult::add(const ChoiceEvent& e) {
 }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 json usage_json(int prompt_tokens, int completion_tokens) {
   return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
@@ -63,8 +64,9 @@ void add_completion_logprob(json& lp, const std::optional<TokenLogprob>& t, std:
     return;
   }
   lp["token_logprobs"].push_back(t->logprob);
+  // Most likely first, as vLLM and OpenAI send it; of two ids with the same text the likelier one's value stays.
   json top = json::object();
-  for (const auto& [tid, v] : t->top) top[tok.token_bytes(tid)] = v;
+  for (const auto& [tid, v] : t->top) top.emplace(tok.token_bytes(tid), v);
   lp["top_logprobs"].push_back(top);
 }
 

@@ -124,13 +124,7 @@ void ServingLoop::run() {
     drop_cancelled_and_expired();
     if (sched_.has_work()) step();
     std::lock_guard lock(mu_);
-    metrics_.requests_running = sched_.num_running();
-    metrics_.requests_waiting = sched_.num_waiting();
-    metrics_.kv_blocks_used = sched_.num_blocks_used();
-    metrics_.kv_blocks_free = sched_.num_blocks_free();
-    metrics_.prefix_cache_queries = sched_.prefix_cache_stats().queried_tokens;
-    metrics_.prefix_cache_hits = sched_.prefix_cache_stats().hit_tokens;
-    metrics_.preemptions_total = sched_.num_preemptions();
+    publish_gauges();
   }
   std::vector<Seq*> left;
   for (auto& [id, s] : seqs_) left.push_back(s.get());
@@ -144,6 +138,16 @@ void ServingLoop::run() {
     s->out->push(std::move(e));
   }
   incoming_.clear();
+}
+
+void ServingLoop::publish_gauges() {
+  metrics_.requests_running = sched_.num_running();
+  metrics_.requests_waiting = sched_.num_waiting();
+  metrics_.kv_blocks_used = sched_.num_blocks_used();
+  metrics_.kv_blocks_free = sched_.num_blocks_free();
+  metrics_.prefix_cache_queries = sched_.prefix_cache_stats().queried_tokens;
+  metrics_.prefix_cache_hits = sched_.prefix_cache_stats().hit_tokens;
+  metrics_.preemptions_total = sched_.num_preemptions();
 }
 
 void ServingLoop::admit_new() {
@@ -172,6 +176,7 @@ void ServingLoop::drop_cancelled_and_expired() {
 
 void ServingLoop::step() {
   StepPlan plan = sched_.schedule();
+  for (std::int64_t id : plan.preempted) warn_preempted(*seqs_.at(id));
   if (plan.empty()) return;
   std::vector<engine::SeqChunk> chunks;
   chunks.reserve(plan.chunks.size());
@@ -210,6 +215,24 @@ void ServingLoop::step() {
       fail(s, fmt::format("sampling failed: {}", e.what()));
     }
   }
+}
+
+void ServingLoop::warn_preempted(const Seq& s) {
+  const auto now = Clock::now();
+  if (preempt_log_.last != Clock::time_point{} && now - preempt_log_.last < kPreemptionLogInterval) {
+    ++preempt_log_.suppressed;
+    return;
+  }
+  const int used = sched_.num_blocks_used(), total = sched_.config().num_blocks;
+  const std::string more = preempt_log_.suppressed > 0 ? fmt::format(" ({} more since the last such line)", preempt_log_.suppressed) : "";
+  log::warn(
+      "serve: request {} (choice {}) preempted: the KV cache is full ({} of {} blocks in use, {:.0f}%, {} sequences running); its {} "
+      "tokens will be recomputed; preemptions so far: {}{}. A larger KV cache (memory_limit / gpu_memory_utilization) or a lower "
+      "max_num_seqs avoids them",
+      s.spec.request_id.empty() ? fmt::format("#{}", s.id) : s.spec.request_id, s.spec.choice, used, total,
+      total > 0 ? 100.0 * used / total : 0.0, sched_.num_running(), s.spec.prompt.size() + s.output.size(), sched_.num_preemptions(), more);
+  preempt_log_.last = now;
+  preempt_log_.suppressed = 0;
 }
 
 void ServingLoop::send_prompt_logprobs(Seq& s, std::span<const float> rows, int first_pos, int n) {
@@ -278,6 +301,7 @@ void ServingLoop::finish(Seq& s, const std::string& reason) {
   }
   ev.prompt_tokens = static_cast<int>(s.spec.prompt.size());
   ev.completion_tokens = static_cast<int>(s.output.size()) + (s.stopped_by_token ? 1 : 0);
+  const auto out = s.out;
   {
     std::lock_guard lock(mu_);
     metrics_.prompt_tokens_total += ev.prompt_tokens;
@@ -285,21 +309,28 @@ void ServingLoop::finish(Seq& s, const std::string& reason) {
     metrics_.e2e_request_latency.observe(seconds(Clock::now() - s.arrival));
     --num_active_;
   }
-  s.out->push(std::move(ev));
-  sched_.finish(s.id);
-  seqs_.erase(s.id);
+  end_sequence(s);
+  out->push(std::move(ev));
 }
 
 void ServingLoop::fail(Seq& s, const std::string& error, int status) {
   ChoiceEvent e = error_event(s.spec.choice, error);
   e.error_status = status;
-  s.out->push(std::move(e));
+  const auto out = s.out;
   {
     std::lock_guard lock(mu_);
     --num_active_;
   }
+  end_sequence(s);
+  out->push(std::move(e));
+}
+
+void ServingLoop::end_sequence(Seq& s) {
   sched_.finish(s.id);
-  seqs_.erase(s.id);
+  seqs_.erase(s.id);  // s is gone from here on
+  // Before the last event goes out, so /metrics read right after a response already counts it as ended.
+  std::lock_guard lock(mu_);
+  publish_gauges();
 }
 
 }  // namespace mo::serve

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -78,6 +79,21 @@ TEST(Cli, ConvertInspectAndGenerateOnStories260K) {
             "red ball. She wanted to play with it, but it was too high");
   EXPECT_TRUE(has(gen.err, "generated tokens: 60")) << gen.err;
   std::filesystem::remove_all(dir);
+}
+
+// generate's --prompt is tokenized as serve's completion prompts (and llama-cli's): "<s>" is BOS, added once.
+TEST(Cli, GeneratePromptParsesSpecialTokensAndAddsBosOnce) {
+  const std::string model = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " not found";
+  auto plain = run("generate " + model + " --prompt 'Once upon a time' --max-tokens 8");
+  auto with_bos = run("generate " + model + " --prompt '<s>Once upon a time' --max-tokens 8");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(with_bos.code, 0) << with_bos.err;
+  EXPECT_EQ(with_bos.out, plain.out);
+  const std::string tokens = run("inspect " + model + " --tokenize 'Once upon a time'").out;
+  const auto count = std::count(tokens.begin(), tokens.end(), ' ') + 1;
+  EXPECT_TRUE(has(plain.err, "prompt tokens: " + std::to_string(count) + " ")) << plain.err;
+  EXPECT_TRUE(has(with_bos.err, "prompt tokens: " + std::to_string(count) + " ")) << with_bos.err;
 }
 
 TEST(Cli, MisspelledFlagExits2WithSuggestion) {

@@ -33,7 +33,7 @@ INVALID = {
     "stream_options": [{"include_usage": True}, "x", [], {"bogus": 1}],  # (only valid with stream: true)
     "stop_token_ids": ["x", [-1], [1.5], [10**9], {}],
     "ignore_eos": ["x", 1, []],
-    "logit_bias": [{"1": 5}, "x", []],
+    "logit_bias": [{"x": 5}, {"1": 101}, {"1": -1e300}, {"-1": 1}, {"99999999": 1}, {"1": "a"}, {"": 1}, "x", []],
     "user": [1, [], {}],
 }
 INVALID_CHAT = {

@@ -7,7 +7,12 @@ model when scripts/fetch-demo-model.sh has fetched it).
 - greedy output equals `model-optimizer generate` for the same prompt, alone and while 15 other
   requests run in the same batches;
 - 64 concurrent streaming requests all finish with the right usage, and the KV cache is empty after;
-- a client that disconnects mid-stream frees its sequence; SIGINT stops the server with exit code 0.
+- a client that disconnects mid-stream frees its sequence; SIGINT stops the server with exit code 0;
+- completions' top_logprobs most likely first; /metrics already counts a request as ended when its
+  response arrives; logit_bias bans and forces tokens; preemptions are logged with the request id;
+- (SmolLM2) special tokens in completion prompts are parsed: a chat-formatted prompt gets the chat
+  endpoint's prompt_tokens and reply; lm-eval's remote-tokenizer log-likelihood requests give what
+  `model-optimizer eval` gives for the same chat-formatted items.
 """
 import http.client
 import json
@@ -186,8 +191,8 @@ def check_eos_logprob(client, model):
     assert lp.tokens[-1] == "<|im_end|>" and lp.token_logprobs[-1] < 0 and "<|im_end|>" in lp.top_logprobs[-1], lp.tokens[-3:]
     # The same entry when it is scored as part of the prompt.
     scored = client.completions.create(model=model, prompt=prompt + "<|im_end|>", max_tokens=0, echo=True, logprobs=1)
-    if scored.usage.prompt_tokens == c.usage.prompt_tokens + 1:  # "<|im_end|>" parsed as the special token
-        assert abs(scored.choices[0].logprobs.token_logprobs[-1] - lp.token_logprobs[-1]) < 1e-3
+    assert scored.usage.prompt_tokens == c.usage.prompt_tokens + 1, (scored.usage, c.usage)  # "<|im_end|>" is one token
+    assert abs(scored.choices[0].logprobs.token_logprobs[-1] - lp.token_logprobs[-1]) < 1e-3
     # Streaming: the EOS entry comes in a chunk's logprobs with no text.
     tokens, logprobs, text, finish = [], [], "", None
     for chunk in client.completions.create(model=model, prompt=prompt, max_tokens=1, temperature=0, logprobs=1, stream=True):
@@ -336,8 +341,13 @@ def check_preemption():
         m = server.wait_drained()
         assert m["mo:num_preemptions_total"] > 0 and m["mo:kv_blocks_used"] == 0, m
     finally:
-        server.stop()
-    print(f"  preemption: {m['mo:num_preemptions_total']:.0f} preemptions with 82 KV blocks; all 16 outputs equal to their runs alone")
+        _, out = server.stop()
+    # One warning per preemption, at most one every 5 s: the request, the KV usage, and the count so far.
+    warnings = [line for line in out.splitlines() if "preempted: the KV cache is full" in line]
+    assert 1 <= len(warnings) <= m["mo:num_preemptions_total"], out[-3000:]
+    assert re.search(r"request cmpl-[0-9a-f]+ \(choice \d+\) preempted: the KV cache is full \(\d+ of 82 blocks in use", warnings[0]), warnings
+    print(f"  preemption: {m['mo:num_preemptions_total']:.0f} preemptions with 82 KV blocks; all 16 outputs equal to their runs alone; "
+          f"logged: {warnings[0].split('] ', 1)[-1][:110]}...")
 
 
 def check_graceful_stop():
@@ -360,6 +370,123 @@ def check_graceful_stop():
     print("  SIGINT with a stream in flight: the stream finished (1500 tokens), exit 0")
 
 
+def post_json(server, path, body):
+    status, data = server.post(path, body, {"Authorization": f"Bearer {KEY}"})
+    assert status == 200, (status, data)
+    return json.loads(data)  # dicts keep the order the server wrote
+
+
+def check_top_logprobs_order(server, model):
+    """top_logprobs of /v1/completions list the most likely token first (clients take the first key), as vLLM and OpenAI."""
+    for prompt in ("Once upon a time", "The little dog"):
+        r = post_json(server, "/v1/completions", {"model": model, "prompt": prompt, "max_tokens": 3, "temperature": 0, "logprobs": 10})
+        for top, lp in zip(r["choices"][0]["logprobs"]["top_logprobs"], r["choices"][0]["logprobs"]["token_logprobs"]):
+            values = list(top.values())
+            assert values == sorted(values, reverse=True), top
+            assert abs(values[0] - lp) < 1e-5, (top, lp)  # greedy: the first key is the chosen token
+    print("  completions top_logprobs: most likely first")
+
+
+def check_metrics_current(server, client, model):
+    """Read right after a response arrives, /metrics no longer counts the request as running or its KV blocks as used."""
+    for i in range(12):
+        if i % 3 == 2:
+            for _ in client.completions.create(model=model, prompt=f"Tom had {i} dogs", max_tokens=12, temperature=0, stream=True):
+                pass
+        else:
+            client.completions.create(model=model, prompt=f"Tom had {i} dogs", max_tokens=12, temperature=0, n=1 + i % 2)
+        m = server.metrics()
+        assert m["mo:num_requests_running"] == 0 and m["mo:num_requests_waiting"] == 0 and m["mo:kv_blocks_used"] == 0, (i, m)
+    print("  /metrics right after 12 responses: 0 running, 0 waiting, 0 KV blocks used")
+
+
+def tokenize(server, text, **extra):
+    return post_json(server, "/tokenize", {"prompt": text, **extra})["tokens"]
+
+
+def check_logit_bias(server, client, model):
+    """logit_bias as vLLM: -100 bans a token, +100 forces it; the logprobs stay the model's own (raw)."""
+    prompt = "Once upon a time"
+    base = client.completions.create(model=model, prompt=prompt, max_tokens=1, temperature=0, logprobs=5)
+    first = base.choices[0].logprobs.tokens[0]
+    ids = tokenize(server, prompt + base.choices[0].text)
+    assert len(ids) == len(tokenize(server, prompt)) + 1, "the reply's text tokenizes back to one token"
+    banned = client.completions.create(model=model, prompt=prompt, max_tokens=1, temperature=0, logprobs=5,
+                                       logit_bias={str(ids[-1]): -100})
+    assert banned.choices[0].logprobs.tokens[0] != first, banned
+    # Raw logprobs: the banned token is still the most likely one in the alternatives, with its own value.
+    top = banned.choices[0].logprobs.top_logprobs[0]
+    assert abs(top[first] - base.choices[0].logprobs.token_logprobs[0]) < 1e-5, (top, base)
+    forced_id = tokenize(server, " cat")[-1]
+    forced = client.completions.create(model=model, prompt=prompt, max_tokens=4, temperature=0.8, seed=3, logprobs=1,
+                                       logit_bias={str(forced_id): 100})
+    tokens = forced.choices[0].logprobs.tokens
+    assert len(tokens) == 4 and len(set(tokens)) == 1, tokens
+    forced_text = post_json(server, "/detokenize", {"tokens": [forced_id]})["prompt"].strip()
+    assert forced_text == tokens[0].strip(), (forced_text, tokens)
+    chat = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}], max_tokens=3, temperature=0,
+                                          logit_bias={str(forced_id): 100})
+    assert chat.choices[0].message.content.replace(" ", "") == forced_text * 3, (chat.choices[0].message.content, forced_text)
+    print(f"  logit_bias: banning {first!r} changes the greedy token, +100 on {tokens[0]!r} forces it")
+
+
+def check_special_tokens_in_prompts(server, client, model, model_path):
+    """A chat-formatted completion prompt is tokenized as the chat endpoint tokenizes it (llama-server, vLLM)."""
+    raw = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    c = client.completions.create(model=model, prompt=raw, max_tokens=1, temperature=0)
+    shown = subprocess.run([BIN, "inspect", str(model_path), "--tokenize", raw], capture_output=True, text=True, check=True).stdout.split()
+    assert c.usage.prompt_tokens == len(shown) == 10, (c.usage, shown)
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    chat = client.chat.completions.create(model=model, messages=messages, max_tokens=24, temperature=0)
+    ids = post_json(server, "/tokenize", {"messages": messages})["tokens"]
+    assert len(ids) == chat.usage.prompt_tokens, (len(ids), chat.usage)
+    text = post_json(server, "/detokenize", {"tokens": ids})["prompt"]
+    assert text.startswith("<|im_start|>") and text.endswith("<|im_start|>assistant\n"), text
+    comp = client.completions.create(model=model, prompt=text, max_tokens=24, temperature=0)
+    assert comp.usage.prompt_tokens == chat.usage.prompt_tokens, (comp.usage, chat.usage)
+    assert comp.choices[0].text == chat.choices[0].message.content, (comp.choices[0].text, chat.choices[0].message.content)
+    # BOS is not doubled when the prompt starts with it (SmolLM2 adds none; its BOS text is <|im_start|>).
+    assert tokenize(server, text) == ids
+    print(f"  chat-formatted completion prompt: {comp.usage.prompt_tokens} tokens and the chat reply {comp.choices[0].text!r}")
+
+
+def check_lm_eval_requests(server, model, model_path, items=6):
+    """lm-eval 0.4.13's local-completions with the remote tokenizer (found through /tokenizer_info): context and
+    context+continuation tokenized by /tokenize, the ids sent with echo, logprobs 1, max_tokens 1, the log-likelihood
+    sum(token_logprobs[ctxlen:-1]). On chat-formatted ARC-Easy items it equals `model-optimizer eval`'s."""
+    info = json.loads(server.get("/tokenizer_info")[1])  # open without the key, as in vLLM (lm-eval sends none)
+    assert info["eos_token"] == "<|im_end|>" and info["chat_template"], info
+    src = SHARED / "tasks" / "arc_easy.jsonl"
+    task = Path(os.environ.get("TMPDIR", "/tmp")) / f"mo_chat_arc_{os.getpid()}.jsonl"
+    rows = [json.loads(line) for line in src.read_text().splitlines()[:items]]
+    with open(task, "w") as f:
+        for row in rows:
+            row["query"] = f"<|im_start|>user\n{row['query']}<|im_end|>\n<|im_start|>assistant\n"
+            f.write(json.dumps(row) + "\n")
+    try:
+        tool = Path(os.environ["MO_TOOLS_DIR"]) / "mo_tool_task_logliks"
+        out = subprocess.run([str(tool), str(model_path), str(task), "--threads", "2"], capture_output=True, text=True, check=True).stdout
+        ours = [json.loads(line)["logliks"] for line in out.splitlines()]
+    finally:
+        task.unlink()
+    worst = 0.0
+    for row, expected in zip(rows, ours):
+        for choice, want in zip(row["choices"], expected):
+            ctx, cont = row["query"], " " + choice
+            # TemplateLM._encode_pair: the context's trailing whitespace ("\n" after "assistant") moves to the continuation.
+            n_spaces = len(ctx) - len(ctx.rstrip())
+            ctx, cont = ctx[:len(ctx) - n_spaces], ctx[len(ctx) - n_spaces:] + cont
+            ctx_ids = tokenize(server, ctx, add_special_tokens=False)
+            whole = tokenize(server, ctx + cont, add_special_tokens=False)
+            r = post_json(server, "/v1/completions", {"model": model, "prompt": whole, "temperature": 0, "max_tokens": 1, "logprobs": 1,
+                                                      "seed": 1234, "echo": True})
+            got = sum(r["choices"][0]["logprobs"]["token_logprobs"][len(ctx_ids):-1])
+            worst = max(worst, abs(got - want))
+            assert abs(got - want) < 2e-3 * max(1.0, abs(want)), (row["query"], choice, got, want)
+    print(f"  lm-eval remote-tokenizer requests on {items} chat-formatted ARC-Easy items: log-likelihoods equal eval's "
+          f"(largest difference {worst:.2e})")
+
+
 def run(model_path, smollm=False):
     print(f"model {model_path.name}")
     server = Server(model_path, "--api_key", KEY, "--threads", "2", "--max_num_seqs", "64")
@@ -368,8 +495,13 @@ def run(model_path, smollm=False):
     try:
         check_basics(client, model)
         check_logprobs(client, model)
+        check_top_logprobs_order(server, model)
+        check_metrics_current(server, client, model)
+        check_logit_bias(server, client, model)
         if smollm:
             check_eos_logprob(client, model)
+            check_special_tokens_in_prompts(server, client, model, model_path)
+            check_lm_eval_requests(server, model, model_path)
         check_stop_n_seed(client, model)
         check_same_as_generate(client, model_path, model)
         check_concurrent_streams(server, client, model, max_tokens=24 if smollm else 48)

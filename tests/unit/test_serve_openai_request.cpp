@@ -2,6 +2,9 @@
 // sees for bad ones: status, message and the parameter named.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "mo/io/gguf.h"
 #include "mo/serve/openai_request.h"
 #include "test_serve_byte_tokenizer.h"
 
@@ -128,6 +131,51 @@ TEST_F(ServeRequest, ChatUsesTheTemplateAndChecksMessages) {
 TEST_F(ServeRequest, ErrorBodyHasOpenAIsShape) {
   json b = mo::serve::error_body(ApiError(400, "top_p: bad", "top_p"));
   EXPECT_EQ(b, json::parse(R"({"error":{"message":"top_p: bad","type":"invalid_request_error","param":"top_p","code":null}})"));
+}
+
+// As llama-server and vLLM: "<s>" / "</s>" in a completion prompt are the special tokens, not characters; a
+// prompt that starts with BOS is not given a second one; token-id prompts are taken as they are.
+TEST(ServeRequestSpecialTokens, CompletionPromptsParseSpecialTokensAndAddBosOnce) {
+  const std::string stories = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(stories)) GTEST_SKIP() << stories << " not found";
+  const auto tok = mo::tok::load_tokenizer_gguf(mo::gguf::read_metadata(stories));
+  ApiContext ctx;
+  ctx.tokenizer = tok.get();
+  ctx.model_name = "stories";
+  ctx.max_model_len = 256;
+  ctx.max_token_bytes = 16;
+  const std::int32_t bos = tok->special().bos.value(), eos = tok->special().eos.value();
+  const auto plain = tok->encode("Once upon a time", true, false);
+  ASSERT_EQ(plain.front(), bos);
+  auto prompt_of = [&](const json& p) { return mo::serve::parse_completion_request({{"prompt", p}}, ctx).prompts.at(0); };
+  EXPECT_EQ(prompt_of("Once upon a time"), plain);
+  EXPECT_EQ(prompt_of("<s>Once upon a time"), plain);  // one BOS, not two
+  auto with_eos = prompt_of("Once upon a time</s>");
+  ASSERT_EQ(with_eos.size(), plain.size() + 1);
+  EXPECT_EQ(with_eos.back(), eos);
+  // Split as text, "</s>" would be several tokens.
+  EXPECT_GT(tok->encode("Once upon a time</s>", true, false).size(), plain.size() + 1);
+  EXPECT_EQ(prompt_of(json::array({bos, bos, 5})), (std::vector<std::int32_t>{bos, bos, 5}));
+}
+
+TEST_F(ServeRequest, LogitBiasMapsTokenIdsToBiases) {
+  auto r = mo::serve::parse_completion_request({{"prompt", "x"}, {"logit_bias", {{"104", -100}, {"3", 5.5}}}}, ctx);  // in key order
+  EXPECT_EQ(r.params.logit_bias, (std::vector<std::pair<std::int32_t, float>>{{104, -100.0f}, {3, 5.5f}}));
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logit_bias", json::object()}}), "accepted");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logit_bias", {{"257", 1}}}}),
+            "400 logit_bias: logit_bias: '257' is not a token id; expected keys that are integers in [0, 257)");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logit_bias", {{"a", 1}}}}),
+            "400 logit_bias: logit_bias: 'a' is not a token id; expected keys that are integers in [0, 257)");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logit_bias", {{"-1", 1}}}}),
+            "400 logit_bias: logit_bias: '-1' is not a token id; expected keys that are integers in [0, 257)");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logit_bias", {{"99999999999999999999", 1}}}}),
+            "400 logit_bias: logit_bias: '99999999999999999999' is not a token id; expected keys that are integers in [0, 257)");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logit_bias", {{"1", 101}}}}),
+            "400 logit_bias: logit_bias: token 1: expected a bias in [-100, 100], got 101");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logit_bias", {{"1", "a"}}}}),
+            "400 logit_bias: logit_bias: token 1: expected a bias in [-100, 100], got \"a\"");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logit_bias", json::array()}}),
+            "400 logit_bias: logit_bias: expected an object mapping token ids to biases, got array");
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ struct TaskResult {
   std::optional<double> acc_bytes, acc_bytes_stderr;  // multiple choice only
   std::optional<double> mean_loglik;                  // completion only: mean log-likelihood of the continuation (nats)
   double chance = 0;                                  // expected acc of uniform guessing (mean of 1/choices); 0 for completion tasks
+  std::vector<std::vector<double>> item_logliks;      // [items][choices] log-likelihood of each continuation (nats), as lm-eval logs
 };
 
 // The choice each metric picks from one item's log-likelihoods (lm-evaluation-harness 0.4.13,

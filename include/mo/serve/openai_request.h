@@ -55,6 +55,10 @@ struct ApiRequest {
 };
 
 // Throw ApiError(400) naming the first bad parameter.
+// "model", when given, must be the served model's name (404 model_not_found otherwise).
+void check_model(const nlohmann::json& body, const ApiContext& ctx);
+// body["messages"] checked and rendered with the model's chat template (ChatML without one).
+std::string render_chat_prompt(const nlohmann::json& body, const ApiContext& ctx, bool add_generation_prompt);
 ApiRequest parse_chat_request(const nlohmann::json& body, const ApiContext& ctx);
 ApiRequest parse_completion_request(const nlohmann::json& body, const ApiContext& ctx);
 

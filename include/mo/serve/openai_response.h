@@ -13,6 +13,10 @@
 
 namespace mo::serve {
 
+// Response bodies keep their keys in the order written, as OpenAI's do: a completion's top_logprobs object
+// lists the most likely token first, and clients that take its first key get that token.
+using ResponseJson = nlohmann::ordered_json;
+
 // Everything one choice produced, gathered from its events.
 struct ChoiceResult {
   std::string text;
@@ -30,24 +34,25 @@ struct ResponseIds {
   std::string model;
 };
 
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
+ResponseJson usage_json(int prompt_tokens, int completion_tokens);
 // Usage of a whole request: each prompt counted once (not once per choice), every choice's output.
-nlohmann::json request_usage(const ApiRequest& req, const std::vector<ChoiceResult>& results);
+ResponseJson request_usage(const ApiRequest& req, const std::vector<ChoiceResult>& results);
 
-nlohmann::json chat_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results,
-                             const tok::Tokenizer& tok);
-nlohmann::json completion_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results,
-                                   const tok::Tokenizer& tok);
+ResponseJson chat_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results,
+                           const tok::Tokenizer& tok);
+ResponseJson completion_response(const ResponseIds& ids, const ApiRequest& req, const std::vector<ChoiceResult>& results,
+                                 const tok::Tokenizer& tok);
 
 // One SSE chunk per event; nullopt when the event carries nothing to send.
-std::optional<nlohmann::json> chat_chunk(const ResponseIds& ids, const ApiRequest& req, const ChoiceEvent& e, const tok::Tokenizer& tok);
-nlohmann::json chat_role_chunk(const ResponseIds& ids, const ApiRequest& req, int choice);
-std::optional<nlohmann::json> completion_chunk(const ResponseIds& ids, const ApiRequest& req, const ChoiceEvent& e,
-                                               const tok::Tokenizer& tok);
+std::optional<ResponseJson> chat_chunk(const ResponseIds& ids, const ApiRequest& req, const ChoiceEvent& e, const tok::Tokenizer& tok);
+ResponseJson chat_role_chunk(const ResponseIds& ids, const ApiRequest& req, int choice);
+std::optional<ResponseJson> completion_chunk(const ResponseIds& ids, const ApiRequest& req, const ChoiceEvent& e,
+                                             const tok::Tokenizer& tok);
 // The last chunk with include_usage: no choices, the usage.
-nlohmann::json usage_chunk(const ResponseIds& ids, bool chat, const nlohmann::json& usage);
+ResponseJson usage_chunk(const ResponseIds& ids, bool chat, const ResponseJson& usage);
 
 // JSON text that never throws on invalid UTF-8 (a token may be half a character): bad bytes become U+FFFD.
+std::string dump(const ResponseJson& j);
 std::string dump(const nlohmann::json& j);
 
 }  // namespace mo::serve

@@ -23,6 +23,7 @@ struct SeqSpec {
   engine::SamplingParams params;     // validated; max_tokens 0 only with prompt_logprobs (echo)
   int max_total_tokens = 0;          // prompt + output stop here (max_model_len)
   bool prompt_logprobs = false;      // logprobs of every prompt token (completions echo + logprobs)
+  std::string request_id;            // the response's id ("cmpl-..."), for the log
 };
 
 struct TokenLogprob {

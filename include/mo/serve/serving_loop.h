@@ -2,6 +2,7 @@
 // The serving loop: one thread that owns the scheduler and runs the model step after step over the
 // ragged batch it plans, samples each sequence with its own Sampler, applies stop tokens/strings and
 // streams the results to each request's RequestStream. HTTP threads only submit and cancel.
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -59,6 +60,10 @@ class ServingLoop {
   void send_prompt_logprobs(Seq& s, std::span<const float> rows, int first_pos, int n);
   void finish(Seq& s, const std::string& reason);
   void fail(Seq& s, const std::string& error, int status = 500);
+  // Frees a sequence's blocks, forgets it and publishes the gauges.
+  void end_sequence(Seq& s);
+  void publish_gauges();  // caller holds mu_
+  void warn_preempted(const Seq& s);
 
   ForwardFn forward_;
   const tok::Tokenizer& tok_;
@@ -74,6 +79,12 @@ class ServingLoop {
   ServeMetrics metrics_;
 
   std::unordered_map<std::int64_t, std::unique_ptr<Seq>> seqs_;  // loop thread only
+  // At most one preemption warning per interval; the ones in between are counted into the next.
+  static constexpr std::chrono::seconds kPreemptionLogInterval{5};
+  struct {
+    std::chrono::steady_clock::time_point last;
+    int suppressed = 0;
+  } preempt_log_;  // loop thread only
   std::int64_t next_id_ = 0;
   std::thread thread_;
 };

@@ -42,6 +42,11 @@ class Tokenizer {
   virtual std::string pre() const = 0;
 };
 
+// A prompt's ids as llama-server (parse_special) and vLLM (HF tokenizers match added tokens in text) make
+// them: "<|im_start|>" is its special token, not characters; BOS is added as the tokenizer config says,
+// once: a prompt that starts with BOS itself is not given a second.
+std::vector<std::int32_t> encode_prompt(const Tokenizer& tok, std::string_view text);
+
 // From tokenizer.json (a path to it, or a model directory holding it and tokenizer_config.json).
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path);
 // From GGUF metadata: tokenizer.ggml.model "llama" (SPM) or "gpt2" (byte-level BPE) with its pre type.
