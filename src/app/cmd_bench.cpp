@@ -15,18 +15,21 @@
 #include "mo/core/signals.h"
 #include "mo/core/strings.h"
 #include "mo/io/json_file.h"
+#include "mo/io/output_file.h"
 
 namespace mo::app {
 namespace {
 
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f) throw Error(fmt::format("--out: cannot write {}", tmp.string()));
-  }
-  std::filesystem::rename(tmp, path);
+// --out and, with --report, the Markdown report and the plot beside it.
+struct OutFiles {
+  std::string json, md, svg;
+};
+OutFiles out_files(const config::BenchConfig& c) {
+  if (c.out.empty()) return {};
+  const std::filesystem::path out = c.out;
+  if (!c.report) return {c.out, "", ""};
+  return {c.out, std::filesystem::path(out).replace_extension(".md").string(),
+          std::filesystem::path(out).replace_extension(".svg").string()};
 }
 
 nlohmann::json without_samples(nlohmann::json j) {
@@ -88,6 +91,13 @@ class BenchCommand : public Command {
       if (!std::filesystem::is_directory(dir))
         throw UsageError(fmt::format("--out '{}': directory {} does not exist", cfg_.out, dir.string()));
     }
+    if (cfg_.report && cfg_.out.empty()) throw UsageError("report: needs --out (the report and the plot go beside the results file)");
+    // Every file this run will write, checked before the load starts (io/output_file.h's policy).
+    const OutFiles files = out_files(cfg_);
+    if (cfg_.report && (files.md == files.json || files.svg == files.json))
+      throw UsageError(fmt::format("--out '{}': with --report the results need a name whose .md and .svg twins differ from it", cfg_.out));
+    for (const auto& f : {files.json, files.md, files.svg})
+      if (!f.empty()) io::check_new_output(f, cfg_.force, "out");
     return o;
   }
 
@@ -118,12 +128,23 @@ class BenchCommand : public Command {
     req.path = o.ep.url.path_prefix + "/models";
     req.timeout_s = std::min(cfg_.timeout, 30.0);
     if (!o.ep.api_key.empty()) req.headers.emplace_back("Authorization", "Bearer " + o.ep.api_key);
-    const auto r = bench::http_send(o.ep.url, req);
-    nlohmann::json j = r.ok && r.status == 200 ? nlohmann::json::parse(r.body, nullptr, false) : nlohmann::json();
+    // A model list is a few KiB; a larger answer is not read (a 30 MB one cost 1 GB as parsed JSON).
+    constexpr std::size_t kMaxModelsBytes = std::size_t{1} << 20;
+    std::string body;
+    bool too_large = false;
+    const auto r = bench::http_send(o.ep.url, req, [&](std::string_view piece) {
+      too_large = body.size() + piece.size() > kMaxModelsBytes;
+      if (!too_large) body.append(piece);
+      return !too_large;
+    });
+    nlohmann::json j = r.ok && r.status == 200 ? nlohmann::json::parse(body, nullptr, false) : nlohmann::json();
     if (j.is_object() && j.contains("data") && j["data"].is_array()) {
       ctx.server_models = j["data"];
     } else {
-      ctx.server_note = !r.ok ? r.error : r.status != 200 ? fmt::format("HTTP {}", r.status) : "the answer has no \"data\" list";
+      ctx.server_note = too_large         ? fmt::format("the answer is over {} MiB; not read", kMaxModelsBytes >> 20)
+                        : !r.ok           ? r.error
+                        : r.status != 200 ? fmt::format("HTTP {}", r.status)
+                                          : "the answer has no \"data\" list";
     }
     if (o.ep.model.empty()) {
       if (ctx.server_models.empty() || !ctx.server_models[0].contains("id"))
@@ -159,13 +180,18 @@ class BenchCommand : public Command {
     else
       std::cout << bench::terminal_table(results);
     if (!cfg_.out.empty()) {
-      const std::filesystem::path out = cfg_.out;
-      const std::filesystem::path md = std::filesystem::path(out).replace_extension(".md");
-      const std::filesystem::path svg = std::filesystem::path(out).replace_extension(".svg");
-      write_atomically(out, results.dump(1, ' ', false, kReplace) + "\n");
-      write_atomically(svg, bench::svg_plot(results));
-      write_atomically(md, bench::markdown_report(results, svg.filename().string()));
-      if (!cfg_.json) std::cout << fmt::format("wrote {}, {}, {}\n", out.string(), md.string(), svg.string());
+      const OutFiles files = out_files(cfg_);
+      nlohmann::json marked = results;
+      marked[io::kWrittenByKey] = io::written_by_value();
+      io::write_output_file(files.json, marked.dump(1, ' ', false, kReplace) + "\n", cfg_.force, "out");
+      if (cfg_.report) {
+        io::write_output_file(files.svg, io::with_file_marker(bench::svg_plot(results)), cfg_.force, "out");
+        const std::string svg_name = std::filesystem::path(files.svg).filename().string();
+        io::write_output_file(files.md, io::with_file_marker(bench::markdown_report(results, svg_name)), cfg_.force, "out");
+      }
+      if (!cfg_.json)
+        std::cout << (cfg_.report ? fmt::format("wrote {}, {}, {}\n", files.json, files.md, files.svg)
+                                  : fmt::format("wrote {}\n", files.json));
     }
     if (result.interrupted) {
       std::cerr << "bench: interrupted; the results above are partial\n";

@@ -9,6 +9,7 @@
 #include "mo/core/thread_pool.h"
 #include "mo/diagnose/diagnose.h"
 #include "mo/diagnose/report.h"
+#include "mo/io/output_file.h"
 
 namespace mo::app {
 namespace {
@@ -20,6 +21,10 @@ class DiagnoseCommand : public Command {
   void bind(config::Schema& s) override { config::bind(s, cfg_); }
   int run() override {
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
+    if (!cfg_.output_path.empty()) {  // before the run, which may take long
+      const auto p = diagnose::report_paths(cfg_.output_path);
+      for (const auto& f : {p.markdown, p.json, p.svg}) io::check_new_output(f, cfg_.force, "output_path");
+    }
     diagnose::DiagnoseOptions opt;
     opt.original = cfg_.original;
     opt.quantized = cfg_.quantized;
@@ -33,7 +38,7 @@ class DiagnoseCommand : public Command {
     const diagnose::DiagnoseResult r = diagnose::run_diagnose(opt);
 
     diagnose::ReportPaths paths;
-    if (!cfg_.output_path.empty()) paths = diagnose::write_reports(cfg_.output_path, r);
+    if (!cfg_.output_path.empty()) paths = diagnose::write_reports(cfg_.output_path, r, cfg_.force);
     if (cfg_.json) {
       std::cout << diagnose::to_json(r).dump(2) << "\n";
       return 0;

@@ -8,6 +8,7 @@
 #include "mo/core/error.h"
 #include "mo/core/thread_pool.h"
 #include "mo/eval/evaluate.h"
+#include "mo/io/output_file.h"
 #include "mo/report/eval_report.h"
 
 namespace mo::app {
@@ -42,6 +43,11 @@ class EvalCommand : public Command {
     if (cfg_.ppl_method == "strided" && cfg_.stride > cfg_.ctx)
       throw UsageError(fmt::format("stride: {} is larger than ctx {}; windows would skip tokens", cfg_.stride, cfg_.ctx));
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
+    if (!cfg_.output_path.empty()) {  // before the evaluation, which may take long
+      const auto paths = report::report_paths(cfg_.output_path);
+      io::check_new_output(paths.markdown, cfg_.force, "output_path");
+      io::check_new_output(paths.json, cfg_.force, "output_path");
+    }
 
     const eval::EvalResult r = eval::evaluate(cfg_.model_path, cfg_.base_model, settings_of(cfg_));
     report::ReportContext ctx;
@@ -54,7 +60,7 @@ class EvalCommand : public Command {
           fmt::format("Perplexity uses the first {} of the text's {} windows only.", r.model.ppl->windows, r.ppl_windows_available));
 
     report::ReportPaths paths;
-    if (!cfg_.output_path.empty()) paths = report::write_report(cfg_.output_path, r, ctx);
+    if (!cfg_.output_path.empty()) paths = report::write_report(cfg_.output_path, r, ctx, cfg_.force);
     if (cfg_.json) {
       std::cout << report::report_json(r, ctx).dump(2) << "\n";
       return 0;

@@ -19,6 +19,7 @@
 #include "mo/core/error.h"
 #include "mo/core/thread_pool.h"
 #include "mo/eval/evaluate.h"
+#include "mo/io/output_file.h"
 #include "mo/quant/quantize.h"
 #include "mo/report/eval_report.h"
 
@@ -71,7 +72,7 @@ report::ReportPaths evaluate_output(const config::QuantizeConfig& cfg, const qua
       ctx.notes.push_back(fmt::format("Perplexity and KL use the first {} of the text's {} windows (eval_ppl_windows).",
                                       e.model.ppl->windows, e.ppl_windows_available));
     *verdict = report::verdict(e, ctx);
-    return report::write_report(r.output, e, ctx);
+    return report::write_report(r.output, e, ctx, cfg.force);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("evaluation: {} (the quantized model at {} is complete; evaluate it later with `model-optimizer eval`)",
                                  e.what(), r.output));
@@ -127,6 +128,12 @@ class QuantizeCommand : public Command {
   int run() override {
     if (cfg_.threads > 0) set_default_threads(static_cast<int>(cfg_.threads));
     const quant::QuantizeOptions options = quantize_options(cfg_);
+    // A report beside a .gguf output is checked now, so that hours of work never end in a refused write.
+    if (cfg_.eval && cfg_.load_format != "dummy" && cfg_.output_path.ends_with(".gguf")) {
+      const auto paths = report::report_paths(cfg_.output_path);
+      io::check_new_output(paths.markdown, cfg_.force, "output_path");
+      io::check_new_output(paths.json, cfg_.force, "output_path");
+    }
     check_job_memory(options);
     quant::QuantizeReport r = quant::quantize_model(options);
     if (cfg_.json) {

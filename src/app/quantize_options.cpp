@@ -30,6 +30,7 @@ quant::QuantizeOptions quantize_options(const config::QuantizeConfig& c) {
   quant::QuantizeOptions o;
   o.model_path = c.model_path;
   o.output_path = c.output_path;
+  o.force = c.force;
   o.method = method_of(c.quant_method);
   o.bits = small_int("bits", c.bits);
   o.group_size = small_int("group_size", c.group_size);  // -1 in the config is formats::kGroupPerChannel

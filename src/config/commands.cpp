@@ -8,7 +8,9 @@ const std::vector<std::string> kKvDtypes = {"auto", "fp16", "bf16", "fp8", "int8
 
 void bind(Schema& s, QuantizeConfig& c) {
   s.add("model_path", &c.model_path, "HF model directory or .gguf file to quantize").placeholder("PATH");
-  s.add("output_path", &c.output_path, "new output directory (or .gguf file); an existing path is refused").placeholder("PATH");
+  s.add("output_path", &c.output_path, "new output directory (or .gguf file); an existing path is refused unless --force")
+      .placeholder("PATH");
+  s.add("force", &c.force, kForceHelp);
   s.add("quant_method", &c.quant_method, "quantization method").one_of({"rtn", "awq", "gptq", "fp8", "gguf"});
   s.add("bits", &c.bits, "weight bits").range(4, 8);
   s.add("group_size", &c.group_size, "weights per scale along the input dimension; -1 = per output channel").range(-1, 4096);
@@ -100,7 +102,10 @@ void bind(Schema& s, BenchConfig& c) {
   s.add("dataset", &c.dataset, "JSONL or ShareGPT prompts; empty = synthetic").placeholder("FILE");
   s.add("api_key", &c.api_key, "bearer token");
   s.add("slo", &c.slo, "goodput SLOs, e.g. ttft=500ms,tpot=50ms");
-  s.add("out", &c.out, "write all samples and the summary to this JSON file").placeholder("FILE");
+  s.add("out", &c.out, "write all samples and the summary to this JSON file (a new file, or with --force earlier results)")
+      .placeholder("FILE");
+  s.add("report", &c.report, "with --out: also write the Markdown report NAME.md and the plot NAME.svg beside it");
+  s.add("force", &c.force, kForceHelp);
   s.add("seed", &c.seed, "random seed for prompts and arrivals");
   s.add("json", &c.json, "print the results JSON (summaries, no samples) instead of the table");
   s.add("input_len_dist", &c.input_len_dist, "prompt length distribution").one_of({"fixed", "uniform", "normal"});
@@ -130,6 +135,7 @@ void bind(Schema& s, DiagnoseConfig& c) {
   s.add("max_seq_len", &c.max_seq_len, "tokens per sample").range(2, 1 << 20);
   s.add("seed", &c.seed, "which records/windows of the data are taken").range(0, 1LL << 62);
   s.add("output_path", &c.output_path, "directory for diagnose.md, diagnose.json and diagnose.svg").placeholder("DIR");
+  s.add("force", &c.force, kForceHelp);
   s.add("device", &c.device, "compute device").one_of(kDevices);
   s.add("threads", &c.threads, "CPU threads; 0 = all cores").range(0, 1024);
   s.add("json", &c.json, "print the result as JSON");
@@ -151,6 +157,7 @@ void bind(Schema& s, EvalConfig& c) {
   s.add("latency_output_tokens", &c.latency_output_tokens, "output tokens of the latency runs").range(2, 1 << 20);
   s.add("latency_runs", &c.latency_runs, "measured latency runs after one warm-up (median reported)").range(1, 1000);
   s.add("output_path", &c.output_path, "directory for report.md and report.json; empty = print only").placeholder("DIR");
+  s.add("force", &c.force, kForceHelp);
   s.add("device", &c.device, "compute device").one_of(kDevices);
   s.add("threads", &c.threads, "CPU threads; 0 = all cores").range(0, 1024);
   s.add("json", &c.json, "print the results as JSON");
@@ -191,7 +198,7 @@ void bind(Schema& s, ConvertConfig& c) {
       .one_of({"auto", "hf", "gguf"});
   s.add("dtype", &c.dtype, "element type of the written weights; auto = as stored (f16 for quantized GGUF input)")
       .one_of({"auto", "f32", "f16", "bf16"});
-  s.add("force", &c.force, "replace OUT if it is an earlier output of model-optimizer (never the input)");
+  s.add("force", &c.force, kForceHelp);
   s.add("max_shard_size_mb", &c.max_shard_size_mb, "largest safetensors shard in MB").range(1, 1 << 20);
 }
 

@@ -28,7 +28,7 @@ ConvertReport convert_model(const std::string& input, const std::string& output,
   report.input = input;
   report.output = output;
   report.output_format = format;
-  io::StagedOutput staged(output, input);
+  io::StagedOutput staged(output, input, opt.force);
   log::info("converting {} ({}, {} tensors) to {}", input, in.format(), in.tensors().size(), format == "hf" ? "an HF directory" : "GGUF");
   if (format == "hf")
     write_hf(in, staged.temp_path(), opt, report);

@@ -8,20 +8,12 @@
 
 #include "mo/core/error.h"
 #include "mo/diagnose/report.h"
+#include "mo/io/output_file.h"
 
 namespace mo::diagnose {
 namespace {
 
 nlohmann::json metrics_json(const Metrics& m) { return {{"cosine", m.cosine}, {"rel_l2", m.rel_l2}, {"max_abs", m.max_abs}}; }
-
-void write_file(const std::filesystem::path& p, const std::string& text) {
-  const auto tmp = p.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!(f << text)) throw Error(fmt::format("{}: cannot write", p.string()));
-  }
-  std::filesystem::rename(tmp, p);
-}
 
 }  // namespace
 
@@ -148,16 +140,21 @@ std::string svg_cosine_plot(const DiagnoseResult& r) {
   return s + "</svg>\n";
 }
 
-ReportPaths write_reports(const std::string& dir, const DiagnoseResult& r) {
+ReportPaths report_paths(const std::string& dir) {
   namespace fs = std::filesystem;
+  return {(fs::path(dir) / "diagnose.md").string(), (fs::path(dir) / "diagnose.json").string(), (fs::path(dir) / "diagnose.svg").string()};
+}
+
+ReportPaths write_reports(const std::string& dir, const DiagnoseResult& r, bool force) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  std::filesystem::create_directories(dir, ec);
   if (ec) throw UsageError(fmt::format("output_path: cannot create {}: {}", dir, ec.message()));
-  ReportPaths p{(fs::path(dir) / "diagnose.md").string(), (fs::path(dir) / "diagnose.json").string(),
-                (fs::path(dir) / "diagnose.svg").string()};
-  write_file(p.markdown, render_markdown(r));
-  write_file(p.json, to_json(r).dump(2) + "\n");
-  write_file(p.svg, svg_cosine_plot(r));
+  const ReportPaths p = report_paths(dir);
+  nlohmann::json j = to_json(r);
+  j[io::kWrittenByKey] = io::written_by_value();
+  io::write_output_file(p.markdown, io::with_file_marker(render_markdown(r)), force, "output_path");
+  io::write_output_file(p.json, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", force, "output_path");
+  io::write_output_file(p.svg, io::with_file_marker(svg_cosine_plot(r)), force, "output_path");
   return p;
 }
 

@@ -15,6 +15,7 @@
 #include "mo/core/error.h"
 #include "mo/core/signals.h"
 #include "mo/io/gguf.h"
+#include "mo/io/output_file.h"
 
 namespace mo::io {
 namespace fs = std::filesystem;
@@ -140,7 +141,8 @@ void check_output_path(const std::string& input, const std::string& output, bool
         fmt::format("{}: '{}' exists and was not written by model-optimizer; --force only replaces our own outputs", key, output));
 }
 
-StagedOutput::StagedOutput(std::string final_path, std::string keep) : final_(std::move(final_path)), token_(random_token()) {
+StagedOutput::StagedOutput(std::string final_path, std::string keep, bool force)
+    : final_(std::move(final_path)), token_(random_token()), force_(force) {
   dir_ = final_ + ".tmp-" + std::to_string(::getpid());
   remove_stale_temps(final_, keep);
   std::error_code ec;
@@ -162,25 +164,26 @@ StagedOutput::StagedOutput(std::string final_path, std::string keep) : final_(st
 StagedOutput::~StagedOutput() {
   track_temp(dir_, false);
   std::error_code ec;
-  fs::remove_all(dir_, ec);  // created by this object: after commit only the marker is left
+  if (!keep_dir_) fs::remove_all(dir_, ec);  // created by this object: after commit only the marker is left
 }
 
 void StagedOutput::commit() {
-  std::error_code ec;
-  const std::string old = final_ + ".old-" + std::to_string(::getpid()) + "-" + token_;
-  bool replaced = false;
-  if (fs::exists(fs::symlink_status(final_, ec))) {
-    if (fs::exists(fs::symlink_status(old, ec))) throw Error(fmt::format("{}: exists; move it away", old));
-    fs::rename(final_, old, ec);
-    if (ec) throw Error(fmt::format("{}: cannot move the earlier output aside: {}", final_, ec.message()));
-    replaced = true;
+  try {
+    move_into_place(payload_, final_, force_, "output_path");
+  } catch (const Error&) {
+    // The finished output that could not go into place stays where the error says: not a temporary any more.
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(payload_, ec))) {
+      fs::remove(fs::path(dir_) / kTempMarker, ec);
+      track_temp(dir_, false);
+      keep_dir_ = true;
+    }
+    throw;
   }
-  fs::rename(payload_, final_, ec);
-  if (ec) {
-    if (replaced) fs::rename(old, final_, ec);
-    throw Error(fmt::format("{}: cannot move the finished output into place: {}", final_, ec.message()));
-  }
-  if (replaced) fs::remove_all(old, ec);
+}
+
+void StagedOutput::commit_side_file(const std::string& suffix) {
+  move_into_place(payload_ + suffix, final_ + suffix, force_, "output_path");
 }
 
 }  // namespace mo::io

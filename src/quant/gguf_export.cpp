@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mo/convert/gguf_metadata.h"
+#include "mo/io/output_file.h"
 #include "mo/io/output_path.h"
 #include "mo/convert/tensor_convert.h"
 #include "mo/formats/gguf_file_types.h"
@@ -190,7 +191,10 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
   const auto& types = formats::gguf_file_type_names();
   if (std::find(types.begin(), types.end(), cfg.gguf_type) == types.end())
     throw UsageError(fmt::format("gguf_type: '{}' is not one of {}", cfg.gguf_type, fmt::join(types, ", ")));
-  io::check_output_path(cfg.model_path, cfg.output_path, false);
+  io::check_output_path(cfg.model_path, cfg.output_path, cfg.force);
+  // The side files too, before any work: a run never ends by refusing to write them.
+  io::check_new_output(cfg.output_path + ".decisions.jsonl", cfg.force, "output_path");
+  if (cfg.imatrix == ImatrixSource::automatic) io::check_new_output(cfg.output_path + ".imatrix.gguf", cfg.force, "output_path");
   const LayerSelector skip(cfg.skip_layers);
 
   QuantizeReport rep;
@@ -262,7 +266,9 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
     log::warn("{}", w);
   }
 
-  gguf::Writer w(cfg.output_path);
+  // Written in a temporary directory and moved into place at the end (never over what appeared meanwhile).
+  io::StagedOutput staged(cfg.output_path, cfg.model_path, cfg.force);
+  gguf::Writer w(staged.temp_path());
   w.set("general.architecture", Value::str(convert::gguf_arch_name(hp)));
   w.set("general.name", Value::str(files.shape().name));
   convert::set_model_keys(w, files, rep.notes);
@@ -283,7 +289,7 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
   w.set("model-optimizer.imatrix", Value::str(im.description));
 
   // Quantized bytes go to a scratch file as they are made, so memory holds one tensor at a time.
-  ScratchFile scratch{cfg.output_path + ".data-" + std::to_string(::getpid())};
+  ScratchFile scratch{staged.temp_path() + ".data"};
   std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;  // offset, bytes in the scratch file
   {
     std::ofstream out(scratch.path, std::ios::binary | std::ios::trunc);
@@ -339,10 +345,14 @@ QuantizeReport quantize_gguf(const QuantizeOptions& cfg) {
   std::vector<std::string> counts;
   for (const auto& [type, n] : by_type) counts.push_back(fmt::format("{} {}", n, type));
   rep.summary = fmt::format("{}: {} matrices ({}); imatrix: {}", rep.method, rep.decisions.size(), fmt::join(counts, ", "), im.description);
-  write_decisions(cfg.output_path + ".decisions.jsonl", plan);
-  if (im.used && im.file.empty()) {
-    // Kept so the same importance can be reused here or by llama-quantize --imatrix.
-    write_imatrix(im.m, cfg.output_path + ".imatrix.gguf");
+  write_decisions(staged.temp_path() + ".decisions.jsonl", plan);
+  const bool imatrix_file = im.used && im.file.empty();
+  // Kept so the same importance can be reused here or by llama-quantize --imatrix.
+  if (imatrix_file) write_imatrix(im.m, staged.temp_path() + ".imatrix.gguf");
+  staged.commit();
+  staged.commit_side_file(".decisions.jsonl");
+  if (imatrix_file) {
+    staged.commit_side_file(".imatrix.gguf");
     rep.notes.push_back(fmt::format("imatrix written to {}.imatrix.gguf (llama.cpp's format)", cfg.output_path));
   }
   rep.seconds = clock.elapsed_seconds();

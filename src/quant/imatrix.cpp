@@ -1,6 +1,7 @@
 #include "mo/quant/imatrix.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -8,10 +9,12 @@
 #include <fstream>
 
 #include "mo/core/error.h"
+#include "mo/core/file_read.h"
 #include "mo/core/progress.h"
 #include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/io/gguf_writer.h"
+#include "mo/io/output_path.h"
 #include "mo/quant/layer_f32.h"
 
 namespace mo::quant {
@@ -173,6 +176,7 @@ Imatrix collect_imatrix(engine::Engine& engine, const std::vector<std::vector<st
 void write_imatrix(const Imatrix& m, const std::string& path) {
   gguf::Writer w(path);
   w.set("general.type", Value::str("imatrix"));
+  w.set(io::kMarkerKey, Value::str("imatrix"));  // ours: --force may replace it
   w.set("imatrix.datasets", Value::array_of_strings(m.datasets));
   w.set("imatrix.chunk_count", Value::u32(static_cast<std::uint32_t>(m.chunk_count)));
   w.set("imatrix.chunk_size", Value::u32(static_cast<std::uint32_t>(m.chunk_size)));
@@ -186,7 +190,8 @@ void write_imatrix(const Imatrix& m, const std::string& path) {
 
 Imatrix read_imatrix(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) throw UsageError(fmt::format("imatrix: cannot open '{}'", path));
+  ::close(open_regular_file(path, "imatrix file"));  // not a FIFO, a device or a directory
+  if (!in) throw UsageError(fmt::format("imatrix: cannot open '{}'", path));
   char magic[4] = {};
   in.read(magic, 4);
   return std::memcmp(magic, "GGUF", 4) == 0 ? read_gguf(path) : read_legacy(path);

@@ -114,7 +114,7 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
   if (cfg.output_path.empty()) throw UsageError("output_path: missing; expected a new directory for the quantized model");
   const bool dummy = cfg.dummy_weights;
   PipelineSettings s = settings_from(cfg);
-  io::check_output_path(dummy ? std::string() : cfg.model_path, cfg.output_path, false);
+  io::check_output_path(dummy ? std::string() : cfg.model_path, cfg.output_path, cfg.force);
 
   QuantizeReport rep;
   rep.input = cfg.model_path;
@@ -181,7 +181,7 @@ QuantizeReport quantize_model(const QuantizeOptions& cfg) {
               scored.empty() ? std::string() : fmt::format("; {} on {}", scored, device->describe()));
   }
 
-  io::StagedOutput staged(cfg.output_path, dummy ? std::string() : cfg.model_path);
+  io::StagedOutput staged(cfg.output_path, dummy ? std::string() : cfg.model_path, cfg.force);
   fs::create_directories(staged.temp_path());
   ShardWriter writer(staged.temp_path(), cfg.max_shard_bytes);
 

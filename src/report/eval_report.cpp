@@ -12,6 +12,7 @@
 #include "mo/core/progress.h"
 #include "mo/core/strings.h"
 #include "mo/io/json_file.h"
+#include "mo/io/output_file.h"
 
 namespace fs = std::filesystem;
 
@@ -280,31 +281,22 @@ std::string invoking_command_line() {
   return out;
 }
 
-ReportPaths write_report(const std::string& dir, const eval::EvalResult& r, const ReportContext& ctx) {
-  ReportPaths p;
-  if (fs::is_directory(dir)) {
-    p.markdown = (fs::path(dir) / "report.md").string();
-    p.json = (fs::path(dir) / "report.json").string();
-  } else if (fs::is_regular_file(dir)) {  // a single-file model (.gguf): the report goes beside it
-    p.markdown = dir + ".report.md";
-    p.json = dir + ".report.json";
-  } else {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw UsageError(fmt::format("output_path: cannot create {}: {}", dir, ec.message()));
-    p.markdown = (fs::path(dir) / "report.md").string();
-    p.json = (fs::path(dir) / "report.json").string();
-  }
-  // Temporary file then rename, so a reader never sees half a report.
-  const std::string tmp = p.markdown + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << render_markdown(r, ctx);
-    if (!out) throw Error(fmt::format("{}: cannot write", tmp));
-  }
-  fs::rename(tmp, p.markdown);
-  io::write_json(p.json + ".tmp", report_json(r, ctx));
-  fs::rename(p.json + ".tmp", p.json);
+ReportPaths report_paths(const std::string& dir) {
+  std::error_code ec;
+  const bool beside = !fs::is_directory(dir, ec) && (fs::is_regular_file(dir, ec) || dir.ends_with(".gguf"));
+  if (beside) return {dir + ".report.md", dir + ".report.json"};
+  return {(fs::path(dir) / "report.md").string(), (fs::path(dir) / "report.json").string()};
+}
+
+ReportPaths write_report(const std::string& dir, const eval::EvalResult& r, const ReportContext& ctx, bool force) {
+  const ReportPaths p = report_paths(dir);
+  std::error_code ec;
+  fs::create_directories(fs::path(p.markdown).parent_path(), ec);
+  if (ec) throw UsageError(fmt::format("output_path: cannot create {}: {}", dir, ec.message()));
+  io::write_output_file(p.markdown, io::with_file_marker(render_markdown(r, ctx)), force, "output_path");
+  nlohmann::json j = report_json(r, ctx);
+  j[io::kWrittenByKey] = io::written_by_value();
+  io::write_output_file(p.json, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", force, "output_path");
   return p;
 }
 

@@ -38,7 +38,7 @@ TEST_F(BenchCli, SweepWritesResultsReportAndPlotThenCompareGates) {
   FakeOpenAiServer srv;
   const fs::path base = dir / "base.json";
   const BenchRun r = run_bench("--base-url " + srv.base_url() + " --concurrency 1,4 --num-prompts 8 --input-len 32 --output-len 8 " +
-                               "--slo ttft=500ms,tpot=50ms --no-progress --out " + base.string());
+                               "--slo ttft=500ms,tpot=50ms --no-progress --report --out " + base.string());
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_TRUE(has(r.out, "TPOT ms p50/p99")) << r.out;
   ASSERT_TRUE(fs::exists(dir / "base.md"));
@@ -120,7 +120,7 @@ TEST_F(BenchCli, BadInputIsAOneLineErrorNamingTheFlag) {
   EXPECT_TRUE(has(conc.err, "--concurrency '0'")) << conc.err;
   const BenchRun data = run_bench("--dataset /nonexistent/prompts.jsonl");
   EXPECT_EQ(data.code, 2);
-  EXPECT_TRUE(has(data.err, "--dataset '/nonexistent/prompts.jsonl'")) << data.err;
+  EXPECT_TRUE(has(data.err, "--dataset not found: /nonexistent/prompts.jsonl")) << data.err;
   const BenchRun cmp = run_bench("compare only-one.json");
   EXPECT_EQ(cmp.code, 2);
   EXPECT_TRUE(has(cmp.err, "compare BASE.json NEW.json")) << cmp.err;

@@ -149,6 +149,24 @@ class Hostile(FakeOpenAI):
         self.close_connection = True
 
 
+class HugeModels(FakeOpenAI):
+    """A 30 MB /v1/models answer (issue 32.15: bench parsed it whole, 1 GB of RSS)."""
+
+    def do_GET(self):
+        if self.path != "/v1/models":
+            return super().do_GET()
+        body = b'{"object": "list", "data": [' + b",".join([b'{"id": "m%09d"}' % i for i in range(2_000_000)]) + b"]}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # bench stops reading past its limit
+
+
 class Server(ThreadingHTTPServer):
     request_queue_size = 128  # the default listen backlog of 5 drops SYNs at concurrency 16: +1 s TTFT
     daemon_threads = True
@@ -192,7 +210,7 @@ def check_sweep(srv, tmp):
     misses = []
     for attempt in range(3):
         r = bench("--base-url", url, "--concurrency", "1,4,16", "--num-prompts", "32", "--input-len", "64", "--output-len", "16",
-                  "--out", str(out))
+                  "--report", "--force", "--out", str(out))  # --force: the earlier attempt's results
         assert r.returncode == 0, r.stderr + r.stdout
         res = json.loads(out.read_text())
         assert res["server"]["model"] == "py-fake", res["server"]
@@ -247,6 +265,23 @@ def check_hostile(tmp):
     print("ok   hostile server: every bad answer fails with its reason, the results file is written")
 
 
+def check_huge_models_reply():
+    srv = Server(("127.0.0.1", 0), HugeModels)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    # A Python parent whose only child is bench, so that RUSAGE_CHILDREN's peak is bench's own.
+    measure = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+               "print(f'maxrss_kb={resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); sys.exit(r.returncode)")
+    r = subprocess.run([sys.executable, "-c", measure, os.environ["MO_BINARY"], "bench", "--no-progress", "--base-url",
+                        f"http://127.0.0.1:{srv.server_address[1]}/v1", "--model", "py-fake", "--concurrency", "1", "--num-prompts", "2",
+                        "--input-len", "8", "--output-len", "2", "--warmup", "0"], capture_output=True, text=True)
+    srv.shutdown()
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "/v1/models: the answer is over 1 MiB; not read" in r.stderr, r.stderr
+    rss_mb = int(r.stderr.rsplit("maxrss_kb=", 1)[1].split()[0]) / 1024
+    assert rss_mb < 100, f"bench peaked at {rss_mb:.0f} MB reading a 30 MB model list"
+    print(f"  a 30 MB /v1/models answer: not read past 1 MiB; bench peaked at {rss_mb:.0f} MB")
+
+
 def main():
     global ITL_S
     if len(sys.argv) in (3, 4) and sys.argv[1] == "--serve":
@@ -262,6 +297,7 @@ def main():
         check_chat_sharegpt(srv, Path(tmp))
         check_hostile(Path(tmp))
     srv.shutdown()
+    check_huge_models_reply()
     print("ok")
 
 

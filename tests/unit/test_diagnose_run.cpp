@@ -12,6 +12,7 @@
 #include "mo/core/error.h"
 #include "mo/diagnose/diagnose.h"
 #include "mo/diagnose/report.h"
+#include "mo/io/output_file.h"
 #include "mo/quant/quantize.h"
 #include "quant_test_support.h"
 #include "test_diagnose_fixture.h"
@@ -79,14 +80,15 @@ TEST(DiagnoseRun, TwoBitLayerIsTheOnlyOneFlaggedLocallyAndTheAdviceNamesIt) {
   for (const auto& p : r.advice.skip_layers) EXPECT_NE(p.find("model.layers.2."), std::string::npos) << p;
   EXPECT_NE(r.advice.lines.back().find("model.layers.2.mlp.down_proj"), std::string::npos) << r.advice.lines.back();
 
-  const auto paths = mo::diagnose::write_reports((dir / "out").string(), r);
+  const auto paths = mo::diagnose::write_reports((dir / "out").string(), r, false);
   std::ifstream md(paths.markdown);
   const std::string text((std::istreambuf_iterator<char>(md)), {});
   EXPECT_NE(text.find("| model.layers.2.self_attn.q_proj | f32 → f32 |"), std::string::npos) << text;
   EXPECT_NE(text.find("  - model.layers.2.mlp.down_proj\n"), std::string::npos) << text;
   std::ifstream svg(paths.svg);
   const std::string plot((std::istreambuf_iterator<char>(svg)), {});
-  EXPECT_EQ(plot.rfind("<svg", 0), 0u);
+  // Our mark first (what --force looks for), then the plot.
+  EXPECT_EQ(plot.rfind(std::string(mo::io::kFileMarkerComment) + "\n<svg", 0), 0u) << plot.substr(0, 200);
   EXPECT_NE(plot.find("threshold 0.98"), std::string::npos);
   std::filesystem::remove_all(dir);
 }

@@ -120,7 +120,7 @@ TEST(EvalReport, DecisionLogIsSummarisedPerFormatWithFallbacksAndLowestCosine) {
 
   mo::report::ReportContext ctx;
   ctx.decisions = s;
-  const auto paths = mo::report::write_report(dir.string(), pair(), ctx);
+  const auto paths = mo::report::write_report(dir.string(), pair(), ctx, false);
   std::ifstream in(paths.markdown);
   const std::string md((std::istreambuf_iterator<char>(in)), {});
   EXPECT_TRUE(has(md, "- `model.layers.0.mlp.down_proj`: int8 per-channel instead of int4 g128 — sensitive: cosine 0.97 < 0.98")) << md;

@@ -9,9 +9,14 @@
 
 namespace mo::config {
 
+// The one overwrite flag of every command that writes (quantize, convert, eval, diagnose, bench).
+inline constexpr const char* kForceHelp =
+    "replace what an earlier run of model-optimizer wrote at the output path; never anything else, never the input";
+
 struct QuantizeConfig {
   std::string model_path;             // HF model directory or .gguf file to quantize
-  std::string output_path;            // new directory (or .gguf file); never an existing path
+  std::string output_path;            // new directory (or .gguf file); an existing path only with force
+  bool force = false;                 // replace an earlier output of model-optimizer (kForceHelp)
   std::string quant_method = "awq";   // rtn | awq | gptq | fp8 | gguf
   std::int64_t bits = 4;              // 4 or 8
   std::int64_t group_size = 128;      // weights per scale; -1 = per output channel
@@ -91,8 +96,10 @@ struct BenchConfig {
   bool stream = true;
   std::string dataset;  // JSONL/ShareGPT file; empty = synthetic prompts
   std::string api_key;
-  std::string slo;  // e.g. "ttft=500ms,tpot=50ms"
-  std::string out;  // results JSON path; the .md report and .svg plot go beside it
+  std::string slo;      // e.g. "ttft=500ms,tpot=50ms"
+  std::string out;      // results JSON path
+  bool report = false;  // also write the Markdown report and the SVG plot beside `out` (NAME.md, NAME.svg)
+  bool force = false;   // replace earlier results of model-optimizer (kForceHelp)
   std::int64_t seed = 0;
   bool json = false;
   std::string input_len_dist = "fixed";   // fixed | uniform | normal
@@ -121,6 +128,7 @@ struct DiagnoseConfig {
   std::int64_t max_seq_len = 256;   // tokens per sample
   std::int64_t seed = 0;            // which records/windows are taken
   std::string output_path;          // directory for diagnose.md, diagnose.json, diagnose.svg; empty = print only
+  bool force = false;               // replace earlier reports of model-optimizer there (kForceHelp)
   std::string device = "auto";
   std::int64_t threads = 0;  // 0 = all cores
   bool json = false;
@@ -142,6 +150,7 @@ struct EvalConfig {
   std::int64_t latency_output_tokens = 64;
   std::int64_t latency_runs = 3;  // measured runs after one warm-up; the median is reported
   std::string output_path;        // directory for report.md and report.json; empty = print only
+  bool force = false;             // replace earlier reports of model-optimizer there (kForceHelp)
   std::string device = "auto";
   std::int64_t threads = 0;  // 0 = all cores
   bool json = false;

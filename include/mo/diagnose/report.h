@@ -16,7 +16,10 @@ std::string svg_cosine_plot(const DiagnoseResult& r);
 struct ReportPaths {
   std::string markdown, json, svg;
 };
-// Writes diagnose.md, diagnose.json and diagnose.svg into `dir` (created when missing).
-ReportPaths write_reports(const std::string& dir, const DiagnoseResult& r);
+// diagnose.md, diagnose.json and diagnose.svg in `dir`.
+ReportPaths report_paths(const std::string& dir);
+// Writes them into `dir` (created when missing) under io's overwrite policy (io/output_file.h): an existing
+// report only with `force`, and only one model-optimizer wrote.
+ReportPaths write_reports(const std::string& dir, const DiagnoseResult& r, bool force);
 
 }  // namespace mo::diagnose

@@ -23,17 +23,23 @@ inline constexpr const char* kTempMarker = ".model-optimizer-temp";
 
 class StagedOutput {
  public:
-  explicit StagedOutput(std::string final_path, std::string keep = {});
+  // `force`: commit() may replace an earlier output of ours at the final path (never anything else).
+  explicit StagedOutput(std::string final_path, std::string keep = {}, bool force = false);
   ~StagedOutput();  // removes the temporary output unless committed
   StagedOutput(const StagedOutput&) = delete;
   StagedOutput& operator=(const StagedOutput&) = delete;
   // Where to write the output (file or directory), inside the temporary directory.
   const std::string& temp_path() const { return payload_; }
-  // Moves the temporary output to the final path, replacing what check_output_path allowed.
+  // Moves the temporary output to the final path (io::move_into_place): onto nothing, or with `force` onto an
+  // earlier output of ours. What appeared there meanwhile is left alone; the output is then kept beside it.
   void commit();
+  // Moves a side file written as temp_path() + suffix (".decisions.jsonl") to the final path + suffix, same rules.
+  void commit_side_file(const std::string& suffix);
 
  private:
   std::string final_, dir_, payload_, token_;
+  bool force_ = false;
+  bool keep_dir_ = false;  // a failed commit left the finished output in it
 };
 
 // Removes `<final>.tmp-<pid>` directories that StagedOutput left behind (marker checked, process gone,

@@ -33,7 +33,8 @@ enum class ImatrixSource {
 
 struct QuantizeOptions {
   std::string model_path;   // HF model directory or .gguf file to quantize
-  std::string output_path;  // new directory (or .gguf file); never an existing path
+  std::string output_path;  // new directory (or .gguf file); an existing path only with force
+  bool force = false;       // replace an earlier output of ours at output_path (io::move_into_place)
   Method method = Method::awq;
   int bits = 4;          // 4 or 8
   int group_size = 128;  // weights per scale, or formats::kGroupPerChannel

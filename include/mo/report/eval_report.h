@@ -34,8 +34,11 @@ std::string invoking_command_line();
 struct ReportPaths {
   std::string markdown, json;
 };
-// Writes <dir>/report.md and <dir>/report.json (creating the directory), or <file>.report.md/.json when
-// `dir` is an existing file such as a .gguf, each through a temporary file renamed when complete.
-ReportPaths write_report(const std::string& dir, const eval::EvalResult& r, const ReportContext& ctx);
+// <dir>/report.md and <dir>/report.json, or <file>.report.md/.json beside a file model (an existing file, or
+// a path ending in .gguf).
+ReportPaths report_paths(const std::string& dir);
+// Writes them (creating the directory) under io's overwrite policy (io/output_file.h): an existing report
+// only with `force`, and only one model-optimizer wrote.
+ReportPaths write_report(const std::string& dir, const eval::EvalResult& r, const ReportContext& ctx, bool force);
 
 }  // namespace mo::report
