@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "mo/core/error.h"
+#include "mo/core/file_read.h"
 
 namespace mo::bench {
 namespace {
@@ -115,11 +116,7 @@ std::string synthetic_text(long long n_words, std::mt19937_64& rng) {
 }
 
 std::vector<std::string> load_dataset_prompts(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("--dataset '{}': cannot open the file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_regular_file(path, "--dataset", 4096 * kMiB);
   std::vector<std::string> out;
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '[') {

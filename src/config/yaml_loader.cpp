@@ -3,10 +3,11 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
-#include <sstream>
+#include <map>
+#include <vector>
 
 #include "mo/core/error.h"
+#include "mo/core/file_read.h"
 #include "mo/core/strings.h"
 
 namespace mo::config {
@@ -37,14 +38,22 @@ void load_value(const Field& f, const YAML::Node& value, const std::string& at) 
 }  // namespace
 
 void load_yaml_text(const Schema& schema, const std::string& text, const std::string& source) {
-  YAML::Node root;
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::Load(text);
+    docs = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     throw UsageError(fmt::format("{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.msg));
   }
-  if (root.IsNull()) return;  // an empty file changes nothing
+  // A second document would be ignored by a loader that reads one: refused, so no setting is lost unseen.
+  for (std::size_t i = 1; i < docs.size(); ++i)
+    if (!docs[i].IsNull())
+      throw UsageError(
+          fmt::format("{}: a second YAML document ('---'); a config is one document, put every key in it", where(source, docs[i])));
+  if (docs.empty() || docs[0].IsNull()) return;  // an empty file changes nothing
+  const YAML::Node& root = docs[0];
   if (!root.IsMap()) throw UsageError(fmt::format("{}: expected a mapping of keys to values at the top level", source));
+  // Every key is checked before any value is applied.
+  std::map<std::string, std::string> seen;  // field -> where it was set, to refuse a second setting
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
     const Field* f = schema.find(key);
@@ -53,16 +62,16 @@ void load_yaml_text(const Schema& schema, const std::string& text, const std::st
       if (auto near = closest_match(key, schema.keys())) msg += fmt::format(" (did you mean '{}'?)", *near);
       throw UsageError(msg);
     }
-    load_value(*f, kv.second, where(source, kv.first));
+    const std::string at = where(source, kv.first);
+    if (auto [it, fresh] = seen.emplace(f->key, fmt::format("'{}' at {}", key, at)); !fresh)
+      throw UsageError(fmt::format("{}: duplicate key '{}': '{}' is already set by {}; keep one", at, key, f->key, it->second));
   }
+  for (const auto& kv : root) load_value(*schema.find(kv.first.Scalar()), kv.second, where(source, kv.first));
 }
 
 void load_yaml_file(const Schema& schema, const std::string& path) {
-  require_readable(path, "config file");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  load_yaml_text(schema, buf.str(), path);
+  // Configs are small: 1 MiB refuses /dev/zero and the like before they fill memory.
+  load_yaml_text(schema, read_regular_file(path, "config file", kMiB), path);
 }
 
 }  // namespace mo::config

@@ -1,7 +1,10 @@
 #include "mo/core/error.h"
 
+#include <unistd.h>
+
 #include <filesystem>
-#include <fstream>
+
+#include "mo/core/file_read.h"
 
 namespace mo {
 
@@ -10,8 +13,7 @@ void require_readable(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw UsageError(what + " not found: " + path);
   if (fs::is_directory(path, ec)) return;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError(what + " cannot be read: " + path);
+  ::close(open_regular_file(path, what));  // never blocks on a FIFO; refuses devices
 }
 
 }  // namespace mo

@@ -26,14 +26,16 @@ std::string cannot_open(const std::string& path, int err) { return path + ": can
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named like a model file must not hang the process on open().
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw UsageError(cannot_open(path, errno));
   FdGuard guard{fd};
 
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw UsageError(cannot_open(path, errno));
-  // open() succeeds on directories; mmap would then fail with a confusing ENODEV.
+  // open() succeeds on directories, FIFOs and devices; mmap would then fail confusingly or read forever.
   if (S_ISDIR(st.st_mode)) throw UsageError(cannot_open(path, EISDIR));
+  if (!S_ISREG(st.st_mode)) throw UsageError(path + ": cannot open: not a regular file (a FIFO or a device)");
   if (st.st_size == 0) return;
 
   size_ = static_cast<std::size_t>(st.st_size);

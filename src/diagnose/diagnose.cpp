@@ -9,6 +9,7 @@
 
 #include "diag_model.h"
 #include "mo/core/error.h"
+#include "mo/core/file_read.h"
 #include "mo/core/log.h"
 #include "mo/core/progress.h"
 #include "mo/core/strings.h"
@@ -58,9 +59,7 @@ void check_same_shape(const DiagModel& o, const DiagModel& q) {
 // A plain text file: tokenized once and cut into windows of max_seq_len tokens (BOS first when the
 // tokenizer adds one), the first num_samples of them.
 quant::CalibrationSet text_samples(const DiagnoseOptions& opt, const tok::Tokenizer& tok) {
-  std::ifstream f(opt.data, std::ios::binary);
-  if (!f) throw UsageError(fmt::format("data: cannot read {}", opt.data));
-  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  const std::string text = read_regular_file(opt.data, "data", 4096 * kMiB);
   const std::vector<std::int32_t> bos_probe = tok.encode("", true, false);
   const std::vector<std::int32_t> ids = tok.encode(text, false, false);
   if (ids.empty()) throw UsageError(fmt::format("data: {} has no text", opt.data));

@@ -1,6 +1,7 @@
 #include "mo/eval/eval_data.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "mo/core/error.h"
+#include "mo/core/file_read.h"
 #include "mo/core/strings.h"
 
 namespace fs = std::filesystem;
@@ -55,6 +57,7 @@ std::string resolve_text_path(const std::string& spec, const std::string& key) {
   if (spec.empty())
     throw UsageError(fmt::format("{}: empty; expected a text file or a built-in set ({})", key, join(builtin_text_names())));
   if (fs::is_regular_file(spec)) return spec;
+  if (std::error_code ec; fs::exists(spec, ec) && !fs::is_directory(spec, ec)) ::close(open_regular_file(spec, key));  // a FIFO, a device
   for (const auto& t : kTexts) {
     if (spec != t.name) continue;
     const std::string path = (fs::path(eval_data_dir()) / t.file).string();
@@ -68,6 +71,7 @@ std::string resolve_text_path(const std::string& spec, const std::string& key) {
 
 std::string resolve_task_path(const std::string& spec, const std::string& key) {
   if (fs::is_regular_file(spec)) return spec;
+  if (std::error_code ec; fs::exists(spec, ec) && !fs::is_directory(spec, ec)) ::close(open_regular_file(spec, key));  // a FIFO, a device
   const bool bare = spec.find('/') == std::string::npos && !spec.ends_with(".jsonl");
   const std::string builtin = (fs::path(eval_data_dir()) / "tasks" / (spec + ".jsonl")).string();
   if (bare && fs::is_regular_file(builtin)) return builtin;
@@ -76,11 +80,7 @@ std::string resolve_task_path(const std::string& spec, const std::string& key) {
 }
 
 std::string read_eval_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("{}: cannot open the text file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string raw = ss.str();
+  const std::string raw = read_regular_file(path, "text file", 4096 * kMiB);
   std::string out;
   out.reserve(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i) {

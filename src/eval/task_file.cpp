@@ -3,10 +3,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "mo/core/error.h"
+#include "mo/core/file_read.h"
 #include "mo/eval/tasks.h"
 
 namespace mo::eval {
@@ -73,8 +75,7 @@ TaskItem parse_item(const nlohmann::json& j, const std::string& where) {
 }  // namespace
 
 TaskFile load_task_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("{}: cannot open the task file", path));
+  std::istringstream in(read_regular_file(path, "task file", 4096 * kMiB));
   TaskFile t;
   t.path = path;
   t.name = std::filesystem::path(path).stem().string();

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "mo/core/error.h"
+#include "mo/core/file_read.h"
 #include "mo/formats/ggml_types.h"
 #include "mo/io/gguf.h"
 #include "mo/io/json_file.h"
@@ -118,8 +119,7 @@ ModelFiles ModelFiles::open(const std::string& path) {
     if (auto it = tc.find("chat_template"); it != tc.end() && it->is_string()) m.chat_template_ = it->get<std::string>();
   }
   if (m.chat_template_.empty() && fs::exists(dir / "chat_template.jinja")) {
-    std::ifstream in(dir / "chat_template.jinja");
-    m.chat_template_.assign(std::istreambuf_iterator<char>(in), {});
+    m.chat_template_ = read_regular_file((dir / "chat_template.jinja").string(), "chat template", kMiB);
   }
   return m;
 }

@@ -4,16 +4,17 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "mo/core/error.h"
+#include "mo/core/file_read.h"
 
 namespace mo::report {
 
 DecisionSummary summarize_decisions(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("{}: cannot open the decision log", path));
+  std::istringstream in(read_regular_file(path, "decision log", 1024 * kMiB));
   DecisionSummary s;
   s.path = path;
   std::vector<DecisionRow> with_cosine;

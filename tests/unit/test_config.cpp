@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -117,6 +119,48 @@ TEST(Config, MissingFileIsAUsageErrorNamingIt) {
   } catch (const mo::UsageError& e) {
     EXPECT_EQ(std::string(e.what()), "config file not found: /nonexistent/serve.yaml");
   }
+}
+
+// Issue 32.14: a key set twice (also as its dashed twin) and a second document are errors, not "the last wins".
+TEST(Config, DuplicateKeysAndASecondDocumentAreErrors) {
+  Serve cfg;
+  auto& [c, s] = cfg;
+  EXPECT_EQ(usage_error(s, "max_num_seqs: 4\nport: 1\nmax_num_seqs: 5\n"),
+            "serve.yaml:3: duplicate key 'max_num_seqs': 'max_num_seqs' is already set by 'max_num_seqs' at serve.yaml:1; keep one");
+  EXPECT_EQ(usage_error(s, "max_num_seqs: 4\nmax-num-seqs: 8\n"),
+            "serve.yaml:2: duplicate key 'max-num-seqs': 'max_num_seqs' is already set by 'max_num_seqs' at serve.yaml:1; keep one");
+  EXPECT_EQ(usage_error(s, "port: 1\n---\nmax_num_seqs: 8\n"),
+            "serve.yaml:3: a second YAML document ('---'); a config is one document, put every key in it");
+  EXPECT_EQ(c.port, 8000);                          // nothing of a refused file is applied
+  EXPECT_EQ(usage_error(s, "port: 9\n---\n"), "");  // an empty document after it holds nothing to lose
+  EXPECT_EQ(c.port, 9);
+}
+
+// Issue 32.13: --config reads only a regular file of at most 1 MiB; a FIFO or a device never hangs or fills memory.
+TEST(Config, OnlyARegularFileOfAtMostOneMiBIsAConfig) {
+  Serve cfg;
+  auto& [c, s] = cfg;
+  const auto dir = std::filesystem::temp_directory_path() / ("mo_config_files_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "fifo.yaml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(dir / "big.yaml") << "# " << std::string(2 << 20, 'x') << "\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {fifo.string(), "config file '" + fifo.string() + "' is a FIFO; expected a regular file"},
+      {"/dev/zero", "config file '/dev/zero' is a device; expected a regular file"},
+      {dir.string(), "config file '" + dir.string() + "' is a directory; expected a regular file"},
+      {(dir / "big.yaml").string(),
+       "config file '" + (dir / "big.yaml").string() + "' is 2097155 bytes or more; at most 1048576 bytes are read"},
+  };
+  for (const auto& [path, message] : cases) {
+    try {
+      mo::config::load_yaml_file(s, path);
+      ADD_FAILURE() << path << " was read as a config";
+    } catch (const mo::UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Config, PrintedConfigLoadsBackToTheSameValues) {
