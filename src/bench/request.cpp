@@ -90,11 +90,16 @@ void StreamAccounting::feed(std::string_view bytes, Clock::time_point t) {
   line_buf_.append(bytes);
   std::size_t pos = 0;
   for (;;) {
-    const auto nl = line_buf_.find('\n', pos);
-    if (nl == std::string::npos) break;
-    std::string line = line_buf_.substr(pos, nl - pos);
-    pos = nl + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    // A line ends in CRLF, LF or CR alone (the SSE spec allows all three).
+    const auto end = line_buf_.find_first_of("\r\n", pos);
+    if (end == std::string::npos) break;
+    std::size_t next = end + 1;
+    if (line_buf_[end] == '\r') {
+      if (next == line_buf_.size()) break;  // its LF may be in the next piece
+      if (line_buf_[next] == '\n') ++next;
+    }
+    std::string line = line_buf_.substr(pos, end - pos);
+    pos = next;
     if (line.empty()) {  // end of an event
       if (!data_.empty()) on_event(data_, t);
       data_.clear();
@@ -171,8 +176,11 @@ void StreamAccounting::finish(RequestSample& s, Clock::time_point end, long long
   }
   s.ok = true;
   s.chunks = static_cast<int>(chunks_.size());
-  s.usage_reported = completion_tokens_ >= 0;
-  s.output_tokens = s.usage_reported ? completion_tokens_ : static_cast<long long>(chunks_.size());
+  // Every chunk with text is at least one token: usage that says fewer (0 with text streamed) is wrong, and
+  // the streamed chunks are counted instead, flagged as estimated.
+  const bool usage_ok = completion_tokens_ >= 0 && completion_tokens_ >= static_cast<long long>(chunks_.size());
+  s.usage_reported = usage_ok;
+  s.output_tokens = usage_ok ? completion_tokens_ : static_cast<long long>(chunks_.size());
   s.input_tokens = prompt_tokens_ >= 0 ? prompt_tokens_ : fallback_input_tokens;
   s.usage_reported = s.usage_reported && prompt_tokens_ >= 0;
   if (chunks_.empty()) return;
@@ -181,7 +189,7 @@ void StreamAccounting::finish(RequestSample& s, Clock::time_point end, long long
 
   // Tokens per chunk: exact from per-chunk cumulative usage when every chunk has it, else by text bytes.
   std::vector<long long> k;
-  const bool per_chunk = std::all_of(chunks_.begin(), chunks_.end(), [](const Chunk& c) { return c.cumulative_tokens >= 0; });
+  const bool per_chunk = usage_ok && std::all_of(chunks_.begin(), chunks_.end(), [](const Chunk& c) { return c.cumulative_tokens >= 0; });
   if (per_chunk) {
     long long prev = 0;
     for (const auto& c : chunks_) {

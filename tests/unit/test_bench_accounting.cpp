@@ -115,6 +115,48 @@ TEST(BenchAccounting, WithoutUsageChunksAreCountedAndMarked) {
   EXPECT_EQ(s.input_tokens, 11);
 }
 
+// Issue 32.15: the SSE spec ends lines with CRLF, LF or a CR alone; a CR split from its LF across two reads
+// is still one line end.
+TEST(BenchAccounting, CrOnlyLineEndingsAndACrLfSplitAcrossReads) {
+  const auto t0 = Clock::now();
+  StreamAccounting a(t0);
+  const std::string all =
+      "data: {\"choices\":[{\"text\":\" x\"}]}\r\r: keep-alive\r\rdata: {\"choices\":[{\"text\":\" "
+      "y\",\"finish_reason\":\"stop\"}]}\r\r"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\r\rdata: [DONE]\r";
+  for (std::size_t i = 0; i < all.size(); i += 5) a.feed(std::string_view(all).substr(i, 5), t0 + ms(10 + static_cast<int>(i)));
+  RequestSample s;
+  a.finish(s, t0 + ms(400), 0);
+  ASSERT_TRUE(s.ok) << s.error;
+  EXPECT_EQ(s.output_tokens, 2);
+  EXPECT_EQ(s.chunks, 2);
+  EXPECT_TRUE(s.usage_reported);
+
+  StreamAccounting b(t0);
+  b.feed(completion_event(" a").substr(0, completion_event(" a").size() - 1) + "\r", t0);  // "...}\n\r" then "\n"
+  b.feed("\n" + completion_event(" b", "stop") + "data: [DONE]\n\n", t0 + ms(5));
+  RequestSample sb;
+  b.finish(sb, t0 + ms(10), 0);
+  ASSERT_TRUE(sb.ok) << sb.error;
+  EXPECT_EQ(sb.chunks, 2);
+}
+
+// Text streamed with usage.completion_tokens 0 (or fewer tokens than chunks with text) is not a success with
+// 0 tokens: the chunks are counted, marked as estimated.
+TEST(BenchAccounting, UsageThatDeniesTheStreamedTextIsNotTrusted) {
+  const auto t0 = Clock::now();
+  StreamAccounting a(t0);
+  a.feed(completion_event(" a") + completion_event(" b") + completion_event(" c", "length") +
+             "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":0}}\n\ndata: [DONE]\n\n",
+         t0 + ms(30));
+  RequestSample s;
+  a.finish(s, t0 + ms(30), 0);
+  ASSERT_TRUE(s.ok) << s.error;
+  EXPECT_EQ(s.output_tokens, 3);
+  EXPECT_FALSE(s.usage_reported);
+  EXPECT_EQ(s.input_tokens, 4);
+}
+
 TEST(BenchAccounting, ApportionTokensByTextBytes) {
   EXPECT_EQ(apportion_tokens({4, 4, 8, 4}, 5), (std::vector<long long>{1, 1, 2, 1}));
   EXPECT_EQ(apportion_tokens({3, 3}, 2), (std::vector<long long>{1, 1}));
