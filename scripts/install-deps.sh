@@ -4,7 +4,7 @@
 set -euo pipefail
 
 debs=(
-  build-essential cmake pkg-config git ca-certificates curl
+  build-essential cmake pkg-config git ca-certificates curl clang-format
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
   libcpp-httplib-dev libopenblas-dev liblapacke-dev libeigen3-dev libpcre2-dev

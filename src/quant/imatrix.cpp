@@ -73,6 +73,7 @@ Imatrix read_gguf(const std::string& path) {
 // optionally i32 last_call, i32 length and the dataset name.
 Imatrix read_legacy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
+  const std::uint64_t bytes = std::filesystem::file_size(path);
   auto i32 = [&](const char* what) {
     std::int32_t v = 0;
     if (!in.read(reinterpret_cast<char*>(&v), 4)) throw Error(fmt::format("{}: truncated legacy imatrix (reading {})", path, what));
@@ -89,6 +90,9 @@ Imatrix read_legacy(const std::string& path) {
     const std::int32_t ncall = (in.read(name.data(), len), i32("ncall"));
     const std::int32_t nval = i32("nval");
     if (nval <= 0) throw Error(fmt::format("{}: entry '{}': {} values", path, name, nval));
+    // Checked against what is left of the file before anything that size is allocated.
+    if (4 * static_cast<std::uint64_t>(nval) > bytes - static_cast<std::uint64_t>(in.tellg()))
+      throw Error(fmt::format("{}: entry '{}' is truncated ({} values announced)", path, name, nval));
     ImatrixEntry e;
     e.in_sum2.resize(static_cast<std::size_t>(nval));
     if (!in.read(reinterpret_cast<char*>(e.in_sum2.data()), 4LL * nval))

@@ -1,5 +1,5 @@
 // A calibration file (JSONL, or a JSON array when it starts with '['): records, text fields, chat
-// messages rendered with a template, then the samples quantize would run.
+// messages rendered with a template, then the samples quantize would run; and the same bytes as a text file.
 #include "fuzz_tokenizer.h"
 #include "mo/quant/calibration.h"
 
@@ -18,5 +18,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       mo::quant::load_calibration(opt, tok, std::string());  // no template: ChatML
     });
   }
+  // The same bytes as a plain-text file: one sample per blank-line paragraph.
+  const std::string text = mo::fuzz::write_input(data, size, "calib.txt");
+  mo::fuzz::refusals_are_errors([&] {
+    mo::quant::CalibrationOptions opt;
+    opt.source = text;
+    opt.num_samples = 4;
+    opt.seq_len = 32;
+    mo::quant::load_calibration(opt, tok, std::string());
+  });
   return 0;
 }

@@ -150,6 +150,7 @@ def calibration_seeds():
     put("calibration", "messages.jsonl", json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}) + "\n"
                                          + json.dumps({"prompt": "2+2=", "completion": "4"}) + "\n")
     put("calibration", "array.json", json.dumps([{"text": s} for s in SENTENCES]))
+    put("calibration", "paragraphs.txt", "\n\n".join(SENTENCES) + "\n")
 
 
 def yaml_seeds():
@@ -191,10 +192,92 @@ def sse_seeds():
     put("bench_sse", "error.sse", "\x01data: " + json.dumps({"error": {"message": "boom", "type": "server_error"}}) + "\n\n")
 
 
+
+def imatrix_seeds(tmp):
+    """An importance matrix in llama.cpp's GGUF format (name.in_sum2 [cols, n_mat], name.counts [1, n_mat]) and
+    in its first, binary format."""
+    w = gguf.GGUFWriter(str(tmp / "im.gguf"), "imatrix")
+    w.add_string("general.type", "imatrix")
+    w.add_array("imatrix.datasets", ["calib.txt"])
+    w.add_uint32("imatrix.chunk_count", 4)
+    w.add_uint32("imatrix.chunk_size", 512)
+    w.add_tensor("blk.0.attn_q.weight.in_sum2", np.arange(8, dtype=np.float32).reshape(1, 8))
+    w.add_tensor("blk.0.attn_q.weight.counts", np.array([[4.0]], dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    put("imatrix", "gguf.imatrix", (tmp / "im.gguf").read_bytes())
+    name = b"blk.0.ffn_down.weight"
+    legacy = struct.pack("<i", 1) + struct.pack("<i", len(name)) + name + struct.pack("<ii", 4, 4) + np.ones(4, np.float32).tobytes()
+    put("imatrix", "legacy.dat", legacy + struct.pack("<ii", 4, 9) + b"calib.txt")
+
+
+def task_seeds():
+    put("task_file", "choices.jsonl", json.dumps({"query": "Question: 2+2?\nAnswer:", "choices": ["3", "4"], "gold": 1}) + "\n"
+                                      + json.dumps({"query": "Pick one\n", "choices": ["a", "b", "c"], "gold": 0}) + "\n")
+    put("task_file", "options.jsonl", json.dumps({"context_options": ["The cat sat", "The dog sat"], "continuation": "on the mat.",
+                                                  "gold": 0}) + "\n")
+    put("task_file", "completion.jsonl", json.dumps({"context": "Once upon a", "continuation": "time"}) + "\n")
+
+
+def dataset_seeds():
+    put("bench_dataset", "prompts.jsonl", "".join(json.dumps({"prompt": s}) + "\n" for s in SENTENCES))
+    put("bench_dataset", "sharegpt.json", json.dumps([{"conversations": [{"from": "human", "value": s}, {"from": "gpt", "value": "ok"}]}
+                                                      for s in SENTENCES]))
+
+
+def tiny_quantized_dirs():
+    """One-layer Llama checkpoints (hidden 32, 2 heads / 1 KV head, FFN 64, vocab 16, group 32) in AutoAWQ's GEMM and
+    AutoGPTQ's v1 layouts, bundled for fuzz_hf_quantized: u32 config length, config.json, then model.safetensors."""
+    rng = np.random.default_rng(0)
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 32, "intermediate_size": 64,
+           "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 16,
+           "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False,
+           "torch_dtype": "float16"}
+    linears = {"self_attn.q_proj": (32, 32), "self_attn.k_proj": (16, 32), "self_attn.v_proj": (16, 32), "self_attn.o_proj": (32, 32),
+               "mlp.gate_proj": (64, 32), "mlp.up_proj": (64, 32), "mlp.down_proj": (32, 64)}
+    base = {"model.embed_tokens.weight": rng.standard_normal((16, 32)).astype(np.float16),
+            "lm_head.weight": rng.standard_normal((16, 32)).astype(np.float16),
+            "model.norm.weight": np.ones(32, np.float16),
+            "model.layers.0.input_layernorm.weight": np.ones(32, np.float16),
+            "model.layers.0.post_attention_layernorm.weight": np.ones(32, np.float16)}
+    g = 32
+    awq, gptq = dict(base), dict(base)
+    for name, (out, inp) in linears.items():
+        p = f"model.layers.0.{name}."
+        q = rng.integers(0, 16, size=(inp, out), dtype=np.uint32)
+        awq[p + "qweight"] = np.zeros((inp, out // 8), np.uint32)
+        for i, o in enumerate([0, 2, 4, 6, 1, 3, 5, 7]):  # AutoAWQ's interleaved nibbles
+            awq[p + "qweight"] |= q[:, o::8] << (4 * i)
+        awq[p + "qweight"] = awq[p + "qweight"].view(np.int32)
+        awq[p + "qzeros"] = np.full((inp // g, out // 8), 0x88888888, np.uint32).view(np.int32)
+        awq[p + "scales"] = np.full((inp // g, out), 0.01, np.float16)
+        qg = np.zeros((inp // 8, out), np.uint32)
+        for r in range(8):
+            qg |= q[r::8, :] << (4 * r)
+        gptq[p + "qweight"] = qg.view(np.int32)
+        gptq[p + "qzeros"] = np.full((inp // g, out // 8), 0x77777777, np.uint32).view(np.int32)
+        gptq[p + "scales"] = np.full((inp // g, out), 0.01, np.float16)
+        gptq[p + "g_idx"] = (np.arange(inp) // g).astype(np.int32)
+    for name, tensors, qc in (
+            ("awq.bundle", awq, {"quant_method": "awq", "bits": 4, "group_size": g, "zero_point": True, "version": "gemm"}),
+            ("gptq.bundle", gptq, {"quant_method": "gptq", "bits": 4, "group_size": g, "desc_act": False, "sym": True,
+                                   "checkpoint_format": "gptq"})):
+        config = json.dumps({**cfg, "quantization_config": qc}).encode()
+        put("hf_quantized", name, struct.pack("<I", len(config)) + config + save(tensors))
+
+
+def safetensors_index_seeds():
+    index = {"metadata": {"total_size": 40}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00001-of-00002.safetensors",
+                                                            "c": "model-00002-of-00002.safetensors"}}
+    put("safetensors_index", "two_shards.json", json.dumps(index))
+
 def main():
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         gguf_seeds(Path(tmp))
+        imatrix_seeds(Path(tmp))
     safetensors_seeds()
     config_seeds()
     tokenizer_seeds()
@@ -203,6 +286,10 @@ def main():
     yaml_seeds()
     request_seeds()
     sse_seeds()
+    task_seeds()
+    dataset_seeds()
+    tiny_quantized_dirs()
+    safetensors_index_seeds()
     for d in sorted(OUT.iterdir()):
         print(f"{d.name}: {len(list(d.iterdir()))} seeds, {sum(f.stat().st_size for f in d.iterdir())} bytes")
     return 0

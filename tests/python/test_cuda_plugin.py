@@ -6,6 +6,7 @@
   when the machine has no NVIDIA device.
 - `--device cuda` on such a machine loads the plugin (every symbol resolved: dlopen RTLD_NOW) and
   refuses in one line that says no GPU is visible, exit 2; a CPU build says it was built without CUDA.
+- With an NVIDIA device, `--device cuda` loads the plugin and generates the CPU's greedy text.
 """
 import os
 import re
@@ -36,8 +37,18 @@ def main():
     assert v.returncode == 0, v.stderr[-2000:]
     built = not re.search(r"^cuda:\s+off\b", v.stdout, re.M)  # "cuda:       off (CPU build)"
     if nvidia_device_present():
-        print("an NVIDIA device is present: only the CPU-build checks apply")
-        return
+        # With a GPU the plugin must load and give the CPU's greedy text (a CPU build refuses by name).
+        cpu = run("generate", str(STORIES), "--max_tokens", "8", "--device", "cpu")
+        gpu = run("generate", str(STORIES), "--max_tokens", "8", "--device", "cuda")
+        assert cpu.returncode == 0, cpu.stderr[-2000:]
+        if not built:
+            assert gpu.returncode == 2 and "built without CUDA" in gpu.stderr, gpu.stderr[-2000:]
+            print("ok: CPU build on a GPU machine refuses --device cuda by name")
+            return 0
+        assert gpu.returncode == 0 and loaded(gpu, "libmo_cuda"), gpu.stderr[-2000:]
+        assert gpu.stdout == cpu.stdout, (gpu.stdout, cpu.stdout)
+        print("ok: CUDA build on a GPU: --device cuda loads the plugin and gives the CPU's greedy text:", gpu.stdout[:60])
+        return 0
     for lib in ("libcudart", "libcublas", "libmo_cuda"):
         assert not loaded(v, lib), f"--version loaded {lib}"
     g = run("generate", str(STORIES), "--max_tokens", "4", "--device", "cpu")

@@ -202,8 +202,8 @@ def test_uniform(tmp):
 
 def main():
     if not STORIES.exists():
-        print(f"skip: {STORIES} not found")
-        return 0
+        print(f"skipped: {STORIES} not found")
+        return 77
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         base = tmp / "stories-f32"

@@ -415,8 +415,8 @@ def test_configs(fp8_reference):
 
 def main():
     if not STORIES.exists():
-        print(f"skip: {STORIES} not found")
-        return 0
+        print(f"skipped: {STORIES} not found")
+        return 77
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         test_packers(tmp)

@@ -524,14 +524,18 @@ def run(model_path, smollm=False):
 
 
 def main():
+    if not STORIES.exists():
+        print(f"skipped: {STORIES} not found")
+        return 77
     run(STORIES)
     check_preemption()
     check_graceful_stop()
-    if SMOLLM.exists():
-        run(SMOLLM, smollm=True)
-    else:
-        print(f"skipped SmolLM2: {SMOLLM} not fetched (scripts/fetch-demo-model.sh)")
+    if not SMOLLM.exists():
+        print(f"skipped SmolLM2: {SMOLLM} not fetched (scripts/fetch-demo-model.sh); the rest passed")
+        return 77
+    run(SMOLLM, smollm=True)
     print("ok")
+    return 0
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ def compare_decode(name, tok, path, ids_per_line):
 def main():
     if not HF_DIR.is_dir() or not WIKITEXT.is_file():
         print(f"skipped: {HF_DIR} or {WIKITEXT} is missing")
-        return 0
+        return 77
     text = WIKITEXT.read_bytes().decode("utf-8").replace("\r\n", "\n")
     wiki = text.split("\n")[:N_LINES]
     failures = 0
