@@ -167,7 +167,7 @@ int connect_to(const Url& url, Clock::time_point deadline, double timeout_s, con
   ::freeaddrinfo(res);
   if (fd >= 0)
     error.clear();
-  else
+  else if (error != "cancelled")  // a stop while connecting is a cancelled request, not a failed one
     error = fmt::format("cannot connect to {}:{}: {}", url.host, url.port, to_lower(error));
   return fd;
 }
