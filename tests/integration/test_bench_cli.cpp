@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
 
 #include "../unit/test_bench_fake_server.h"
 
@@ -74,14 +78,20 @@ TEST_F(BenchCli, SweepWritesResultsReportAndPlotThenCompareGates) {
 TEST_F(BenchCli, CtrlCWritesPartialResults) {
   FakeOpenAiServer srv;
   const fs::path out = dir / "partial.json";
+  // The shell prints bench's pid, then its exit code; Ctrl-C comes once the server has answered requests
+  // (the two calibration probes and four measured ones), however slow the machine.
   const std::string cmd = std::string(MO_BINARY) + " bench --base-url " + srv.base_url() +
                           " --concurrency 2 --num-prompts 200 --input-len 16 --output-len 16 --no-progress --out " + out.string() +
-                          " >/dev/null 2>&1 & pid=$!; sleep 2; kill -INT $pid; wait $pid; echo $?";
+                          " >/dev/null 2>&1 & echo $!; wait $!; echo $?";
   FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[64] = {0};
-  const std::size_t got = std::fread(buf, 1, sizeof buf - 1, p);
+  char line[64] = {0};
+  ASSERT_NE(std::fgets(line, sizeof line, p), nullptr);
+  const pid_t pid = static_cast<pid_t>(std::stol(line));
+  for (int i = 0; i < 60000 && srv.completion_requests() < 6; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ::kill(pid, SIGINT);
+  ASSERT_NE(std::fgets(line, sizeof line, p), nullptr);
   ::pclose(p);
-  EXPECT_EQ(std::string(buf, got), "130\n");
+  EXPECT_EQ(std::string(line), "130\n");
   ASSERT_TRUE(fs::exists(out));
   const nlohmann::json j = read(out);
   EXPECT_TRUE(j["interrupted"].get<bool>());

@@ -1,6 +1,8 @@
-// bench against the scripted fake server: the measured numbers match the script, failures are
-// counted with their reasons. Timing asserts use a generous 15% because the test machine is shared;
-// they check the accounting (a chunk-count ITL would be off by a third), not the machine's speed.
+// bench against the scripted fake server: counts match the script exactly, failures are counted with their
+// reasons. Times are checked one way only: the server cannot answer faster than its script, so a measured
+// TTFT or E2E under the script's, or a throughput above it, is an accounting bug; a loaded machine only makes
+// them slower, which no assertion here punishes (beyond bounding a hang). The exact arithmetic of TTFT,
+// TPOT and ITL is tested with an injected clock in test_bench_accounting.cpp.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -43,33 +45,13 @@ TEST(BenchFakeServer, CalibratedPromptsHitTheRequestedTokenCount) {
   }
 }
 
-// The build machine is shared and its CPU quota can stall the whole process for 100-300 ms at any
-// moment. Timing is therefore checked on up to three runs and passes when one run matches the script;
-// wrong accounting (chunk counts as tokens, gaps not split over tokens) misses on every run.
-class TimingCheck {
- public:
-  void near(const char* what, double got, double want, double tolerance) {
-    if (std::abs(got - want) > tolerance) misses_ += fmt::format("{} = {:.2f}, script {:.2f} +- {:.2f}; ", what, got, want, tolerance);
-  }
-  const std::string& misses() const { return misses_; }
-
- private:
-  std::string misses_;
-};
-
-template <typename RunOnce>
-void expect_matches_script_in_three_runs(RunOnce run_once) {
-  std::string misses;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    TimingCheck check;
-    run_once(check);
-    if (check.misses().empty()) return;
-    misses += fmt::format("run {}: {}\n", attempt + 1, check.misses());
-  }
-  ADD_FAILURE() << misses;
+// Within the script's bounds: never faster than it (1 ms for rounding), never a hang (60 s).
+void expect_no_faster_than(const char* what, double got, double script) {
+  EXPECT_GE(got, script - 1) << what << ": faster than the fake server's script";
+  EXPECT_LT(got, script + 60000) << what;
 }
 
-void check_script(const LevelSummary& s, int concurrency, long long n, TimingCheck& t) {
+void check_script(const LevelSummary& s, int concurrency, long long n) {
   // Script: TTFT 100 ms, then 20 ms per token, 16 tokens -> E2E 400 ms; every third chunk has two tokens.
   // Counts are exact on every run.
   EXPECT_EQ(s.completed, n);
@@ -79,42 +61,35 @@ void check_script(const LevelSummary& s, int concurrency, long long n, TimingChe
   EXPECT_DOUBLE_EQ(s.input_len.mean, 64);
   EXPECT_EQ(s.itl_ms.count, n * 15);
   EXPECT_EQ(s.peak_concurrency, concurrency);
-  // Timing within 15% of the script.
-  t.near("TTFT median ms", s.ttft_ms.median, 100, 15);
-  t.near("TPOT mean ms", s.tpot_ms.mean, 20, 3);
-  t.near("ITL median ms", s.itl_ms.median, 20, 3);
-  t.near("ITL mean ms", s.itl_ms.mean, 20, 3);
-  t.near("E2E median ms", s.e2e_ms.median, 400, 60);
-  // Closed loop: n / concurrency rounds of 400 ms each.
+  expect_no_faster_than("TTFT min ms", s.ttft_ms.min, 100);
+  expect_no_faster_than("E2E min ms", s.e2e_ms.min, 400);
+  // Closed loop: at least n / concurrency rounds of 400 ms each, so throughput is at most the script's.
   const double seconds = static_cast<double>(n) / concurrency * 0.4;
   const double tokens_per_s = 16.0 * static_cast<double>(n) / seconds, requests_per_s = static_cast<double>(n) / seconds;
-  t.near("output tokens/s", s.output_throughput, tokens_per_s, 0.15 * tokens_per_s);
-  t.near("requests/s", s.request_throughput, requests_per_s, 0.15 * requests_per_s);
+  EXPECT_LE(s.output_throughput, tokens_per_s * 1.01);
+  EXPECT_LE(s.request_throughput, requests_per_s * 1.01);
+  EXPECT_GT(s.output_throughput, 0);
 }
 
 TEST(BenchFakeServer, CompletionsStreamMatchesTheScript) {
-  expect_matches_script_in_three_runs([](TimingCheck& t) {
-    FakeOpenAiServer srv;
-    RunOptions o = options_for(srv);
-    std::atomic<bool> stop{false};
-    const LevelResult r = run_level(o, calibrate_prompts(o.ep), 4, stop);
-    ASSERT_EQ(r.samples.size(), 12u);
-    check_script(r.summary, 4, 12, t);
-    EXPECT_EQ(r.summary.peak_concurrency, 4);
-    // The fake counts a request until its handler returns, which on a loaded machine can come after the
-    // client has read the last byte and sent its next request: only a lower bound holds there.
-    EXPECT_GE(srv.peak_in_flight(), 4);
-    for (const auto& s : r.samples) EXPECT_LT(s.chunks, 16) << "two-token chunks were sent";
-  });
+  FakeOpenAiServer srv;
+  RunOptions o = options_for(srv);
+  std::atomic<bool> stop{false};
+  const LevelResult r = run_level(o, calibrate_prompts(o.ep), 4, stop);
+  ASSERT_EQ(r.samples.size(), 12u);
+  check_script(r.summary, 4, 12);
+  EXPECT_EQ(r.summary.peak_concurrency, 4);
+  // The fake counts a request until its handler returns, which on a loaded machine can come after the
+  // client has read the last byte and sent its next request: only a lower bound holds there.
+  EXPECT_GE(srv.peak_in_flight(), 4);
+  for (const auto& s : r.samples) EXPECT_LT(s.chunks, 16) << "two-token chunks were sent";
 }
 
 TEST(BenchFakeServer, ChatStreamMatchesTheScript) {
-  expect_matches_script_in_three_runs([](TimingCheck& t) {
-    FakeOpenAiServer srv;
-    RunOptions o = options_for(srv, "chat");
-    std::atomic<bool> stop{false};
-    check_script(run_level(o, calibrate_prompts(o.ep), 2, stop).summary, 2, 12, t);
-  });
+  FakeOpenAiServer srv;
+  RunOptions o = options_for(srv, "chat");
+  std::atomic<bool> stop{false};
+  check_script(run_level(o, calibrate_prompts(o.ep), 2, stop).summary, 2, 12);
 }
 
 TEST(BenchFakeServer, GoodputCountsOnlyRequestsWithinTheSlo) {
@@ -129,18 +104,16 @@ TEST(BenchFakeServer, GoodputCountsOnlyRequestsWithinTheSlo) {
 }
 
 TEST(BenchFakeServer, NonStreamedRequestsMeasureE2eOnly) {
-  expect_matches_script_in_three_runs([](TimingCheck& t) {
-    FakeOpenAiServer srv;
-    RunOptions o = options_for(srv);
-    o.ep.stream = false;
-    o.workload.num_prompts = 4;
-    std::atomic<bool> stop{false};
-    const LevelSummary s = run_level(o, {}, 2, stop).summary;
-    EXPECT_EQ(s.completed, 4);
-    EXPECT_EQ(s.ttft_ms.count, 0);
-    EXPECT_DOUBLE_EQ(s.output_len.mean, 16);
-    t.near("E2E median ms", s.e2e_ms.median, 400, 60);
-  });
+  FakeOpenAiServer srv;
+  RunOptions o = options_for(srv);
+  o.ep.stream = false;
+  o.workload.num_prompts = 4;
+  std::atomic<bool> stop{false};
+  const LevelSummary s = run_level(o, {}, 2, stop).summary;
+  EXPECT_EQ(s.completed, 4);
+  EXPECT_EQ(s.ttft_ms.count, 0);
+  EXPECT_DOUBLE_EQ(s.output_len.mean, 16);
+  expect_no_faster_than("E2E min ms", s.e2e_ms.min, 400);
 }
 
 TEST(BenchFakeServer, FailuresAreCountedWithReasons) {
@@ -149,9 +122,12 @@ TEST(BenchFakeServer, FailuresAreCountedWithReasons) {
     const FakeMode cycle[] = {FakeMode::ok, FakeMode::http500, FakeMode::malformed_sse, FakeMode::hang, FakeMode::close_mid_stream};
     return cycle[n % 5];
   };
+  // Answers at once, so the 1.5 s timeout separates "ok" from "hang" on however loaded a machine.
+  script.ttft_ms = 0;
+  script.itl_ms = 0;
   FakeOpenAiServer srv(script);
   RunOptions o = options_for(srv);
-  o.ep.timeout_s = 0.6;
+  o.ep.timeout_s = 1.5;
   o.workload.num_prompts = 10;
   std::atomic<bool> stop{false};
   const LevelResult r = run_level(o, {}, 1, stop);  // concurrency 1: request n gets mode n % 5
@@ -159,7 +135,7 @@ TEST(BenchFakeServer, FailuresAreCountedWithReasons) {
   EXPECT_EQ(s.completed, 2);
   EXPECT_EQ(s.failed, 8);
   EXPECT_EQ(s.failures.at("HTTP 500: scripted failure"), 2);
-  EXPECT_EQ(s.failures.at("timeout after 0.6 s"), 2);
+  EXPECT_EQ(s.failures.at("timeout after 1.5 s"), 2);
   EXPECT_EQ(s.failures.at("connection closed inside a chunked body"), 2);
   long long malformed = 0;
   for (const auto& [why, n] : s.failures)
@@ -193,36 +169,39 @@ TEST(BenchFakeServer, StopCancelsInFlightAndKeepsWhatFinished) {
   RunOptions o = options_for(srv);
   o.workload.num_prompts = 50;
   std::atomic<bool> stop{false};
+  // Stop once the server has seen five requests (at least two finished: concurrency 2), not after a sleep.
   std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(900));
+    for (int i = 0; i < 60000 && srv.completion_requests() < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     stop = true;
   });
-  const auto t0 = std::chrono::steady_clock::now();
   const LevelResult r = run_level(o, {}, 2, stop);
   stopper.join();
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
   EXPECT_TRUE(r.interrupted);
   EXPECT_GE(r.summary.completed, 2);
   EXPECT_LT(r.summary.completed, 50);
-  EXPECT_EQ(r.summary.failed, 0);
-  EXPECT_EQ(r.summary.cancelled, 2);
+  EXPECT_EQ(r.summary.failed, 0) << (r.summary.failures.empty() ? "" : r.summary.failures.begin()->first);
+  // The fifth request was in flight when stop came; the other slot may have been between two requests.
+  EXPECT_GE(r.summary.cancelled, 1);
+  EXPECT_LE(r.summary.cancelled, 2);
+  EXPECT_EQ(r.summary.completed + r.summary.cancelled, srv.completion_requests());
 }
 
 TEST(BenchFakeServer, OpenLoopConstantRateSpacesArrivals) {
-  expect_matches_script_in_three_runs([](TimingCheck& t) {
-    FakeOpenAiServer srv;
-    RunOptions o = options_for(srv);
-    o.request_rate = 10;
-    o.arrival = "constant";
-    o.workload.num_prompts = 8;
-    std::atomic<bool> stop{false};
-    const LevelResult r = run_level(o, {}, 16, stop);
-    ASSERT_EQ(r.samples.size(), 8u);
-    for (std::size_t i = 0; i < r.samples.size(); ++i)
-      t.near(fmt::format("send time {} s", i).c_str(), r.samples[i].start_s, 0.1 * static_cast<double>(i), 0.05);
-    // 400 ms each, a new one every 100 ms: four in flight, five where an arrival meets a completion.
-    t.near("peak in flight", r.summary.peak_concurrency, 4.5, 0.5);
-  });
+  FakeOpenAiServer srv;
+  RunOptions o = options_for(srv);
+  o.request_rate = 10;
+  o.arrival = "constant";
+  o.workload.num_prompts = 8;
+  std::atomic<bool> stop{false};
+  const LevelResult r = run_level(o, {}, 16, stop);
+  ASSERT_EQ(r.samples.size(), 8u);
+  // Request i is due 0.1 i s into the level: never sent before (a late machine may send it later).
+  for (std::size_t i = 0; i < r.samples.size(); ++i) {
+    EXPECT_GE(r.samples[i].start_s, 0.1 * static_cast<double>(i) - 0.001) << "request " << i << " sent early";
+    EXPECT_LT(r.samples[i].start_s, 0.1 * static_cast<double>(i) + 60) << "request " << i;
+  }
+  EXPECT_GE(r.summary.peak_concurrency, 1);
+  EXPECT_LE(r.summary.peak_concurrency, 8);
 }
 
 }  // namespace
