@@ -2,16 +2,14 @@
 // Connections served each on a thread of its own, up to a cap (then they wait for one to end), so that
 // slow or idle clients never hold the threads other requests and /health need; and a way to notice that
 // the client of a request has gone, which httplib 0.11 does not offer.
-#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 
 namespace mo::serve {
 
@@ -36,27 +34,13 @@ class ConnectionThreads : public std::enable_shared_from_this<ConnectionThreads>
   std::deque<std::function<void()>> waiting_;
 };
 
-// Closes a connection whose client has not sent its request headers within `timeout_s` of connecting,
-// or its body within `timeout_s` after the headers (httplib 0.11 bounds only each read, so a client sending
-// a byte every few seconds would hold its connection for good). Polls this process's sockets on `port`.
-class RequestReadDeadline {
- public:
-  RequestReadDeadline(int port, double timeout_s);
-  ~RequestReadDeadline();
-  void headers_read(const std::string& addr, int port);  // the request of this peer reached routing
-  void body_read(const std::string& addr, int port);     // its handler runs: no deadline any more
-
- private:
-  struct Conn;
-  void watch();
-  const int port_;
-  const std::chrono::steady_clock::duration timeout_;
-  std::mutex mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;
-  std::map<std::string, Conn> conns_;  // by peer "addr:port"
-  std::thread thread_;
+struct Endpoint {
+  std::string host;
+  int port = -1;
 };
+// The two ends of a connected TCP socket (IPv4 or IPv6), or nullopt.
+std::optional<Endpoint> peer_endpoint(int fd);
+std::optional<Endpoint> local_endpoint(int fd);
 
 // The connected socket of this process whose peer is addr:port (the request's client), or -1.
 int socket_of_peer(const std::string& addr, int port);

@@ -1,7 +1,8 @@
 #pragma once
-// The OpenAI-compatible HTTP front end (cpp-httplib): routes, bearer-token check, JSON errors in
-// OpenAI's shape, SSE streaming. Each connection runs on a thread of its own (connection_threads.h) and
-// its requests talk to the ServingLoop through a RequestStream.
+// The OpenAI-compatible HTTP front end (cpp-httplib): request head limits and framing checks (before
+// httplib parses a request), routes, bearer-token check, JSON errors in OpenAI's shape, SSE streaming.
+// Each connection runs on a thread of its own (connection_threads.h) and its requests talk to the
+// ServingLoop through a RequestStream.
 #include <memory>
 #include <string>
 #include <string_view>
