@@ -15,6 +15,7 @@ void ConnectionThreads::enqueue(std::function<void()> fn) {
   std::lock_guard lock(mu_);
   if (active_ >= cap_) {
     waiting_.push_back(std::move(fn));
+    make_room_locked();
     return;
   }
   ++active_;
@@ -48,6 +49,34 @@ void ConnectionThreads::shutdown(double wait_s, int port) {
 std::size_t ConnectionThreads::active() const {
   std::lock_guard lock(mu_);
   return active_;
+}
+
+void ConnectionThreads::make_room() {
+  std::lock_guard lock(mu_);
+  make_room_locked();
+}
+
+void ConnectionThreads::make_room_locked() {
+  const auto old = std::chrono::steady_clock::now() - std::chrono::milliseconds(500);
+  while (waiting_.size() > closing_ && !head_waits_.empty() && head_waits_.begin()->second.since <= old) {
+    // Its thread's read ends at once; the thread then takes the connection queued first.
+    ::shutdown(head_waits_.begin()->second.fd, SHUT_RDWR);
+    head_waits_.erase(head_waits_.begin());
+    ++closing_;
+  }
+}
+
+// The socket stays open while it is listed (the destructor runs before its owner closes it), so a shutdown
+// from make_room never reaches a descriptor number already reused.
+ConnectionThreads::HeadWait::HeadWait(ConnectionThreads& threads, int fd) : threads_(threads) {
+  std::lock_guard lock(threads_.mu_);
+  id_ = threads_.next_head_wait_++;
+  threads_.head_waits_.emplace(id_, Waiter{fd, std::chrono::steady_clock::now()});
+}
+
+ConnectionThreads::HeadWait::~HeadWait() {
+  std::lock_guard lock(threads_.mu_);
+  if (threads_.head_waits_.erase(id_) == 0 && threads_.closing_ > 0) --threads_.closing_;  // shut by make_room
 }
 
 namespace {

@@ -28,6 +28,7 @@ class ThreadsQueue : public httplib::TaskQueue {
   ThreadsQueue(std::shared_ptr<ConnectionThreads> threads, int port) : threads_(std::move(threads)), port_(port) {}
   void enqueue(std::function<void()> fn) override { threads_->enqueue(std::move(fn)); }
   void shutdown() override { threads_->shutdown(5.0, port_); }
+  void on_idle() override { threads_->make_room(); }
 
  private:
   std::shared_ptr<ConnectionThreads> threads_;
@@ -55,6 +56,7 @@ struct HttpServer::Impl {
   std::atomic<std::uint64_t> next_id{1};
   int bound_port = 0;
   int listen_fd = -1;
+  std::shared_ptr<ConnectionThreads> threads;  // made by httplib when serving starts
   // Streams whose response is not yet fully written; shared, as the last one ends on its connection's thread.
   std::shared_ptr<std::atomic<int>> open_streams = std::make_shared<std::atomic<int>>(0);
 
@@ -295,13 +297,15 @@ void HttpServer::Impl::routes() {
   // httplib drops requests pipelined behind the first one and then idles on the connection; one request per
   // connection, answered with `Connection: close`, lets such clients resend at once instead of waiting.
   http.set_keep_alive_max_count(1);
+  http.set_idle_interval(0, 100'000);  // on_idle every 100 ms without a new connection: ConnectionThreads::make_room
   http.set_socket_options([this](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listen_fd = sock;  // for the backlog, below
   });
   http.new_task_queue = [this] {
-    return new ThreadsQueue(std::make_shared<ConnectionThreads>(static_cast<std::size_t>(opt.max_connections)), bound_port);
+    threads = std::make_shared<ConnectionThreads>(static_cast<std::size_t>(opt.max_connections));
+    return new ThreadsQueue(threads, bound_port);
   };
   http.serve_socket = [this](int fd) { serve_socket(fd); };
 }
@@ -317,10 +321,13 @@ void HttpServer::Impl::serve_socket(int fd) {
   const auto read_timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.read_timeout_s));
   SocketConnection conn(fd, Clock::now() + read_timeout);
   HeadReader head;
-  read_head(conn, head);
-  if (head.state() == HeadReader::State::refused) {
-    write_refusal(conn, head.refusal());
-    drain_before_close(fd);
+  {
+    const ConnectionThreads::HeadWait waiting(*threads, fd);  // may be shut when the slots are full
+    read_head(conn, head);
+    if (head.state() == HeadReader::State::refused) {
+      write_refusal(conn, head.refusal());
+      drain_before_close(fd);
+    }
   }
   if (head.state() == HeadReader::State::done) {
     conn.set_deadline(Clock::now() + read_timeout);  // the body's own read_timeout
