@@ -84,18 +84,23 @@ void MemoryStream::get_remote_ip_and_port(std::string& ip, int& port) const {
 void MemoryStream::get_local_ip_and_port(std::string& ip, int& port) const { get_remote_ip_and_port(ip, port); }
 
 ssize_t CheckedRequestStream::read(char* ptr, size_t size) {
-  const std::string& read = head_.bytes();
+  // A request without a length has none (httplib would read on to the end of the connection).
+  const std::size_t readable = head_.has_body() ? head_.bytes().size() : head_.head_size();
+  if (!head_.has_body() && pos_ >= readable) return 0;
   ssize_t n = 0;
   std::size_t body = 0;  // where, in what this call returns, the body begins
-  if (pos_ < read.size()) {
-    n = static_cast<ssize_t>(std::min(size, read.size() - pos_));
-    std::memcpy(ptr, read.data() + pos_, static_cast<size_t>(n));
+  if (pos_ < readable) {
+    n = static_cast<ssize_t>(std::min(size, readable - pos_));
+    std::memcpy(ptr, head_.bytes().data() + pos_, static_cast<size_t>(n));
     body = pos_ >= head_.head_size() ? 0 : std::min(static_cast<size_t>(n), head_.head_size() - pos_);
     pos_ += static_cast<size_t>(n);
   } else {
     n = conn_.read(ptr, size);
   }
-  if (n > 0 && head_.chunked() && !framing_.add(std::string_view(ptr + body, static_cast<size_t>(n) - body))) return -1;
+  if (!head_.chunked()) return n;
+  // httplib takes a chunked body cut short by the end of the connection as complete.
+  if (n == 0 && !framing_.done()) return -1;
+  if (n > 0 && !framing_.add(std::string_view(ptr + body, static_cast<size_t>(n) - body))) return -1;
   return n;
 }
 

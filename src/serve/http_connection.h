@@ -56,7 +56,7 @@ class MemoryStream : public httplib::Stream {
 class CheckedRequestStream : public httplib::Stream {
  public:
   CheckedRequestStream(httplib::Stream& conn, const HeadReader& head) : conn_(conn), head_(head) {}
-  bool is_readable() const override { return pos_ < head_.bytes().size() || conn_.is_readable(); }
+  bool is_readable() const override { return pos_ < head_.bytes().size() || (head_.has_body() && conn_.is_readable()); }
   bool is_writable() const override { return conn_.is_writable(); }
   ssize_t read(char* ptr, size_t size) override;
   ssize_t write(const char* ptr, size_t size) override { return conn_.write(ptr, size); }

@@ -37,6 +37,8 @@ class HeadReader {
   std::size_t fields() const { return fields_; }
   const HeadRefusal& refusal() const { return refusal_; }
   bool chunked() const { return chunked_; }  // the body comes with Transfer-Encoding: chunked
+  // Content-Length or chunked: without either a request has no body (RFC 9112 6.3).
+  bool has_body() const { return content_lengths_ > 0 || transfer_encodings_ > 0; }
 
  private:
   State refuse(int status, std::string message);

@@ -182,7 +182,8 @@ def request_seeds():
 
 
 def http_head_seeds():
-    """Request heads for fuzz_http_head (its first byte picks the read size); those serve refuses are http_server seeds too."""
+    """Request heads for fuzz_http_head (its first byte picks the read size) and fuzz_http_framing (to its echo route);
+    those serve refuses are http_server seeds too."""
     post = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\n"
     body = json.dumps({"prompt": "Once", "max_tokens": 1})
     length = f"Content-Length: {len(body)}\r\n"
@@ -200,6 +201,7 @@ def http_head_seeds():
     }
     for name, text in heads.items():
         put("http_head", name + ".http", "\x05" + text)
+        put("http_framing", name + ".http", text.replace("/v1/completions", "/echo"))
         if name not in ("get", "length", "chunked"):
             put("http_server", "framing_" + name + ".http", text)
 

@@ -7,7 +7,8 @@
 - two pipelined requests: the first answered with `Connection: close` at once, not a 5 s idle;
 - a header flood (4 M headers, 32 MB) with or without the key: 431 before authentication, RSS up < 20 MB;
 - framing RFC 9112 refuses: whitespace before a colon, `Content-Length: +N`, chunk data without its CRLF,
-  a NUL byte or obs-fold in a header: 400; the key followed by a NUL byte: 401.
+  a NUL byte or obs-fold in a header: 400; the key followed by a NUL byte: 401; a body with neither
+  Content-Length nor chunked is no body (400, not valid JSON) instead of one read until the client closes.
 After each, the server still answers /health and a normal request and ends with 0 KV blocks used.
 """
 import json
@@ -121,6 +122,9 @@ def check_framing(port):
         answer = raw(port, data, timeout=10)
         assert answer.startswith(b"HTTP/1.1 400"), (label, answer[:300])
         assert json.loads(answer[answer.find(b"\r\n\r\n") + 4:])["error"]["message"], (label, answer)
+    # Neither length nor chunked: no body (RFC 9112), where httplib read on until the client closed.
+    answer = raw(port, post + b"\r\n" + body, timeout=10)
+    assert answer.startswith(b"HTTP/1.1 400") and b"not valid JSON" in answer, answer[:300]
     key_nul = raw(port, f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\0\r\n\r\n".encode(), timeout=10)
     assert key_nul.startswith(b"HTTP/1.1 401"), key_nul[:300]
     healthy(port)

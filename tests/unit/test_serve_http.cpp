@@ -91,6 +91,12 @@ TEST_F(ServeHttp, LenientFramingIs400) {
   EXPECT_EQ(ask(kPost + kLength + "Transfer-Encoding: chunked\r\n\r\n" + kBody).substr(0, 30), "400 ambiguous body framing: se");
 }
 
+TEST_F(ServeHttp, ARequestWithoutContentLengthOrChunkedHasNoBody) {
+  // httplib read such a body on to the end of the connection: the client hung until its read timed out.
+  EXPECT_EQ(ask(kPost + "\r\n" + kBody).substr(0, 60), "400 the request body is not valid JSON: [json.exception.pars");
+  EXPECT_EQ(ask("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n"), "200");
+}
+
 TEST_F(ServeHttp, ChunkDataWithoutItsCrlfIs400) {
   const std::string chunked = kPost + "Transfer-Encoding: chunked\r\n\r\n";
   const std::string size = fmt::format("{:x}", kBody.size());
@@ -101,6 +107,7 @@ TEST_F(ServeHttp, ChunkDataWithoutItsCrlfIs400) {
       "LF";
   EXPECT_EQ(ask(chunked + size + "\r\n" + kBody + "XYZ0\r\n\r\n"), refused);
   EXPECT_EQ(ask(chunked + "+" + size + "\r\n" + kBody + "\r\n0\r\n\r\n"), refused);
+  EXPECT_EQ(ask(chunked + size + "\r\n" + kBody + "\r\n1\r\n\r\r"), refused);  // the connection ends inside the body
 }
 
 TEST_F(ServeHttp, TheApiKeyIsComparedWhole) {
