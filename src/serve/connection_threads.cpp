@@ -5,10 +5,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <optional>
 #include <thread>
 
 namespace mo::serve {
@@ -17,6 +15,7 @@ void ConnectionThreads::enqueue(std::function<void()> fn) {
   std::lock_guard lock(mu_);
   if (active_ >= cap_) {
     waiting_.push_back(std::move(fn));
+    make_room_locked();
     return;
   }
   ++active_;
@@ -52,12 +51,35 @@ std::size_t ConnectionThreads::active() const {
   return active_;
 }
 
-namespace {
+void ConnectionThreads::make_room() {
+  std::lock_guard lock(mu_);
+  make_room_locked();
+}
 
-struct Endpoint {
-  std::string host;
-  int port = -1;
-};
+void ConnectionThreads::make_room_locked() {
+  const auto old = std::chrono::steady_clock::now() - std::chrono::milliseconds(500);
+  while (waiting_.size() > closing_ && !head_waits_.empty() && head_waits_.begin()->second.since <= old) {
+    // Its thread's read ends at once; the thread then takes the connection queued first.
+    ::shutdown(head_waits_.begin()->second.fd, SHUT_RDWR);
+    head_waits_.erase(head_waits_.begin());
+    ++closing_;
+  }
+}
+
+// The socket stays open while it is listed (the destructor runs before its owner closes it), so a shutdown
+// from make_room never reaches a descriptor number already reused.
+ConnectionThreads::HeadWait::HeadWait(ConnectionThreads& threads, int fd) : threads_(threads) {
+  std::lock_guard lock(threads_.mu_);
+  id_ = threads_.next_head_wait_++;
+  threads_.head_waits_.emplace(id_, Waiter{fd, std::chrono::steady_clock::now()});
+}
+
+ConnectionThreads::HeadWait::~HeadWait() {
+  std::lock_guard lock(threads_.mu_);
+  if (threads_.head_waits_.erase(id_) == 0 && threads_.closing_ > 0) --threads_.closing_;  // shut by make_room
+}
+
+namespace {
 
 std::optional<Endpoint> endpoint_of(const sockaddr_storage& ss) {
   char host[INET6_ADDRSTRLEN] = {};
@@ -81,81 +103,26 @@ void for_each_connection(const std::function<bool(int, const Endpoint&, const En
     const std::string name = e.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos || name.size() > 9) continue;
     const int fd = std::stoi(name);
-    sockaddr_storage peer{}, local{};
-    socklen_t plen = sizeof peer, llen = sizeof local;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) continue;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0) continue;
-    const auto p = endpoint_of(peer), l = endpoint_of(local);
+    const auto p = peer_endpoint(fd);
+    const auto l = p ? local_endpoint(fd) : std::nullopt;
     if (p && l && fn(fd, *l, *p)) return;
   }
 }
 
 }  // namespace
 
-struct RequestReadDeadline::Conn {
-  std::chrono::steady_clock::time_point deadline;
-  std::chrono::steady_clock::time_point touched;  // last news of it: a poll or a handler
-  bool reading = true;                            // false once the handler runs
-};
-
-namespace {
-std::string peer_key(const std::string& addr, int port) { return addr + ":" + std::to_string(port); }
-}  // namespace
-
-RequestReadDeadline::RequestReadDeadline(int port, double timeout_s)
-    : port_(port),
-      timeout_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s))),
-      thread_([this] { watch(); }) {}
-
-RequestReadDeadline::~RequestReadDeadline() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  stop_cv_.notify_all();
-  thread_.join();
+std::optional<Endpoint> peer_endpoint(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return std::nullopt;
+  return endpoint_of(ss);
 }
 
-void RequestReadDeadline::headers_read(const std::string& addr, int port) {
-  std::lock_guard lock(mu_);
-  auto& c = conns_[peer_key(addr, port)];
-  c.touched = std::chrono::steady_clock::now();
-  c.deadline = c.touched + timeout_;
-}
-
-void RequestReadDeadline::body_read(const std::string& addr, int port) {
-  std::lock_guard lock(mu_);
-  auto& c = conns_[peer_key(addr, port)];
-  c.touched = std::chrono::steady_clock::now();
-  c.reading = false;
-}
-
-void RequestReadDeadline::watch() {
-  const auto tick = std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(500), timeout_ / 4);
-  std::unique_lock lock(mu_);
-  while (!stop_cv_.wait_for(lock, tick, [this] { return stop_; })) {
-    lock.unlock();
-    const auto scan_start = std::chrono::steady_clock::now();
-    std::vector<std::pair<int, std::string>> open;  // scanned without the lock: /proc can be slow
-    for_each_connection([&](int fd, const Endpoint& local, const Endpoint& peer) {
-      if (local.port == port_) open.emplace_back(fd, peer_key(peer.host, peer.port));
-      return false;
-    });
-    lock.lock();
-    const auto now = std::chrono::steady_clock::now();
-    for (const auto& [fd, key] : open) {
-      auto [it, fresh] = conns_.try_emplace(key);
-      Conn& c = it->second;
-      if (fresh) c.deadline = now + timeout_;
-      c.touched = now;
-      if (c.reading && now > c.deadline) {
-        ::shutdown(fd, SHUT_RDWR);  // its thread sees the end of the stream and lets go
-        c.reading = false;
-      }
-    }
-    // Gone from a scan that began after the last news of them: closed.
-    std::erase_if(conns_, [&](const auto& kv) { return kv.second.touched < scan_start; });
-  }
+std::optional<Endpoint> local_endpoint(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return std::nullopt;
+  return endpoint_of(ss);
 }
 
 int socket_of_peer(const std::string& addr, int port) {

@@ -1,17 +1,18 @@
 #pragma once
-// Connections served each on a thread of its own, up to a cap (then they wait for one to end), so that
-// slow or idle clients never hold the threads other requests and /health need; and a way to notice that
-// the client of a request has gone, which httplib 0.11 does not offer.
+// Connections served each on a thread of its own, up to a cap, so that slow or idle clients never hold
+// the threads other requests and /health need; and a way to notice that the client of a request has gone,
+// which httplib 0.11 does not offer.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 
 namespace mo::serve {
 
@@ -20,43 +21,56 @@ namespace mo::serve {
 class ConnectionThreads : public std::enable_shared_from_this<ConnectionThreads> {
  public:
   explicit ConnectionThreads(std::size_t max_connections) : cap_(max_connections) {}
-  // Runs fn on a new thread, or queues it while `max_connections` run.
+  // Runs fn on a new thread, or queues it while `max_connections` run (and makes room).
   void enqueue(std::function<void()> fn);
+  // While connections are queued, shuts as many of those that have waited over 0.5 s for their request
+  // head as the queue needs, oldest first (HeadWait), so that clients which connect and send nothing, or
+  // drip their headers, cannot keep new connections (and /health) waiting. The 0.5 s leaves a client its
+  // time to send a head, so two cannot close each other in turn. Called on each new connection and
+  // every 100 ms (httplib's idle callback), as a connection queued in a burst may find none old enough.
+  void make_room();
   // Waits up to wait_s for the connections to end, then shuts the client sockets on `port` (a slow client
   // would otherwise hold its thread) and waits up to wait_s more.
   void shutdown(double wait_s, int port);
   std::size_t active() const;
 
+  // For its lifetime, marks the connection on `fd` as still sending its request head: make_room may shut it.
+  class HeadWait {
+   public:
+    HeadWait(ConnectionThreads& threads, int fd);
+    ~HeadWait();
+    HeadWait(const HeadWait&) = delete;
+    HeadWait& operator=(const HeadWait&) = delete;
+
+   private:
+    ConnectionThreads& threads_;
+    std::uint64_t id_;
+  };
+
  private:
   void run(std::function<void()> fn);
+  void make_room_locked();
   const std::size_t cap_;
   mutable std::mutex mu_;
   std::condition_variable done_;
   std::size_t active_ = 0;
   std::deque<std::function<void()>> waiting_;
+  struct Waiter {
+    int fd;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::map<std::uint64_t, Waiter> head_waits_;  // by arrival, oldest first
+  std::uint64_t next_head_wait_ = 0;
+  std::size_t closing_ = 0;  // head waits shut by make_room whose HeadWait has not ended yet
 };
 
-// Closes a connection whose client has not sent its request headers within `timeout_s` of connecting,
-// or its body within `timeout_s` after the headers (httplib 0.11 bounds only each read, so a client sending
-// a byte every few seconds would hold its connection for good). Polls this process's sockets on `port`.
-class RequestReadDeadline {
- public:
-  RequestReadDeadline(int port, double timeout_s);
-  ~RequestReadDeadline();
-  void headers_read(const std::string& addr, int port);  // the request of this peer reached routing
-  void body_read(const std::string& addr, int port);     // its handler runs: no deadline any more
-
- private:
-  struct Conn;
-  void watch();
-  const int port_;
-  const std::chrono::steady_clock::duration timeout_;
-  std::mutex mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;
-  std::map<std::string, Conn> conns_;  // by peer "addr:port"
-  std::thread thread_;
+struct Endpoint {
+  std::string host;
+  int port = -1;
 };
+// The two ends of a connected TCP socket (IPv4 or IPv6), or nullopt.
+std::optional<Endpoint> peer_endpoint(int fd);
+std::optional<Endpoint> local_endpoint(int fd);
 
 // The connected socket of this process whose peer is addr:port (the request's client), or -1.
 int socket_of_peer(const std::string& addr, int port);

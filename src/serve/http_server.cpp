@@ -1,31 +1,21 @@
-// Debian's cpp-httplib is a compiled library built with these options; the header must see the same
-// ones, or its classes (Request holds an SSL pointer) would not match the library's.
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_BROTLI_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#endif
 #include "mo/serve/http_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <chrono>
 #include <thread>
 
 #include "mo/core/error.h"
 #include "mo/core/log.h"
+#include "mo/core/strings.h"
 #include "mo/serve/openai_response.h"
 #include "mo/serve/tokenize_api.h"
 #include "connection_threads.h"
+#include "http_connection.h"
 
 namespace mo::serve {
 
@@ -38,64 +28,43 @@ class ThreadsQueue : public httplib::TaskQueue {
   ThreadsQueue(std::shared_ptr<ConnectionThreads> threads, int port) : threads_(std::move(threads)), port_(port) {}
   void enqueue(std::function<void()> fn) override { threads_->enqueue(std::move(fn)); }
   void shutdown() override { threads_->shutdown(5.0, port_); }
+  void on_idle() override { threads_->make_room(); }
 
  private:
   std::shared_ptr<ConnectionThreads> threads_;
   int port_;
 };
 
-// httplib's request processing on any Stream (protected there), for HttpServer::answer.
-struct ServerWithStreams : httplib::Server {
+// httplib's server with each connection handed to `serve_socket`, which checks the request head before
+// httplib's parser sees it; process_request (protected there) parses and answers a request on any Stream.
+struct HttplibServer : httplib::Server {
   using httplib::Server::process_request;
-};
-
-// A request already in memory, and the bytes written back.
-class MemoryStream : public httplib::Stream {
- public:
-  explicit MemoryStream(std::string_view in) : in_(in) {}
-  bool is_readable() const override { return true; }
-  bool is_writable() const override { return true; }
-  ssize_t read(char* ptr, size_t size) override {
-    const size_t n = std::min(size, in_.size() - pos_);
-    std::memcpy(ptr, in_.data() + pos_, n);
-    pos_ += n;
-    return static_cast<ssize_t>(n);
-  }
-  ssize_t write(const char* ptr, size_t size) override {
-    out.append(ptr, size);
-    return static_cast<ssize_t>(size);
-  }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = "memory";
-    port = 0;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    ip = "memory";
-    port = 0;
-  }
-  socket_t socket() const override { return INVALID_SOCKET; }
-  std::string out;
+  std::function<void(int)> serve_socket;
 
  private:
-  std::string_view in_;
-  size_t pos_ = 0;
+  bool process_and_close_socket(socket_t sock) override {
+    serve_socket(sock);
+    return true;
+  }
 };
 
 struct HttpServer::Impl {
   ServingLoop& loop;
   ApiContext ctx;
   HttpOptions opt;
-  ServerWithStreams http;
+  HttplibServer http;
   std::atomic<std::uint64_t> next_id{1};
   int bound_port = 0;
   int listen_fd = -1;
-  std::unique_ptr<RequestReadDeadline> read_deadline;  // started by bind(), once the port is known
+  std::shared_ptr<ConnectionThreads> threads;  // made by httplib when serving starts
   // Streams whose response is not yet fully written; shared, as the last one ends on its connection's thread.
   std::shared_ptr<std::atomic<int>> open_streams = std::make_shared<std::atomic<int>>(0);
 
   Impl(ServingLoop& l, ApiContext c, HttpOptions o) : loop(l), ctx(std::move(c)), opt(std::move(o)) {}
 
   void routes();
+  void serve_socket(int fd);
+  void process(httplib::Stream& conn, const HeadReader& head);
   void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
   void respond_whole(const httplib::Request& req, httplib::Response& res, const ApiRequest& r, const ResponseIds& ids,
                      const std::shared_ptr<RequestStream>& stream);
@@ -259,25 +228,20 @@ void HttpServer::Impl::handle_generate(const httplib::Request& req, httplib::Res
 }
 
 void HttpServer::Impl::routes() {
+  // The head's limits and framing were checked before httplib parsed it (serve_socket, answer).
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (read_deadline) read_deadline->headers_read(req.remote_addr, req.remote_port);  // the body's clock starts
-    // Two lengths, or a length and chunking, frame the body ambiguously (request smuggling): refused, and
-    // the connection closed so that nothing after it is read as a request.
-    if (req.get_header_value_count("Content-Length") > 1 || (req.has_header("Content-Length") && req.has_header("Transfer-Encoding"))) {
-      send_error(res, ApiError(400, "ambiguous body framing: send one Content-Length or Transfer-Encoding: chunked, not both or two"));
-      res.set_header("Connection", "close");
-      return httplib::Server::HandlerResponse::Handled;
-    }
     // As vLLM: only /v1 needs the key; /health, /metrics and the tokenizer routes stay open.
     if (opt.api_key.empty() || req.path.rfind("/v1", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    if (same_secret(req.get_header_value("Authorization"), "Bearer " + opt.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+    // The whole value: get_header_value would stop at a NUL byte, taking "Bearer <key>\0..." for the key.
+    const auto given = req.headers.find("Authorization");
+    if (given != req.headers.end() && same_secret(given->second, "Bearer " + opt.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "Incorrect API key provided; send it as 'Authorization: Bearer <key>'", "", "invalid_request_error",
                              "invalid_api_key"));
     return httplib::Server::HandlerResponse::Handled;
   });
   auto guarded = [this](auto fn) {
-    return [this, fn](const httplib::Request& req, httplib::Response& res) {
-      if (read_deadline) read_deadline->body_read(req.remote_addr, req.remote_port);  // generation may take long
+    return [fn](const httplib::Request& req, httplib::Response& res) {
       try {
         fn(req, res);
       } catch (const ApiError& e) {
@@ -319,7 +283,10 @@ void HttpServer::Impl::routes() {
     std::string msg = res.status == 404   ? fmt::format("no route {} {}", req.method, req.path)
                       : res.status == 405 ? fmt::format("method {} not allowed on {}", req.method, req.path)
                       : res.status == 413 ? "the request body is too large"
-                                          : fmt::format("the request could not be read (HTTP {})", res.status);
+                      : res.status == 400 && to_lower(req.get_header_value("Transfer-Encoding")) == "chunked"
+                          ? "the chunked request body is malformed or incomplete: each chunk is its size in hex, CR LF, its data, CR LF; "
+                            "then 0, CR LF, CR LF"
+                          : fmt::format("the request could not be read (HTTP {})", res.status);
     send_error(res, ApiError(res.status, msg, "", res.status == 404 ? "not_found_error" : "invalid_request_error"));
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -330,14 +297,44 @@ void HttpServer::Impl::routes() {
   // httplib drops requests pipelined behind the first one and then idles on the connection; one request per
   // connection, answered with `Connection: close`, lets such clients resend at once instead of waiting.
   http.set_keep_alive_max_count(1);
+  http.set_idle_interval(0, 100'000);  // on_idle every 100 ms without a new connection: ConnectionThreads::make_room
   http.set_socket_options([this](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listen_fd = sock;  // for the backlog, below
   });
   http.new_task_queue = [this] {
-    return new ThreadsQueue(std::make_shared<ConnectionThreads>(static_cast<std::size_t>(opt.max_connections)), bound_port);
+    threads = std::make_shared<ConnectionThreads>(static_cast<std::size_t>(opt.max_connections));
+    return new ThreadsQueue(threads, bound_port);
   };
+  http.serve_socket = [this](int fd) { serve_socket(fd); };
+}
+
+void HttpServer::Impl::process(httplib::Stream& conn, const HeadReader& head) {
+  CheckedRequestStream checked(conn, head);
+  bool closed = false;
+  http.process_request(checked, true, closed, nullptr);
+}
+
+// The head is read here, within its limits and before the API key is looked at, then httplib parses it.
+void HttpServer::Impl::serve_socket(int fd) {
+  const auto read_timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.read_timeout_s));
+  SocketConnection conn(fd, Clock::now() + read_timeout);
+  HeadReader head;
+  {
+    const ConnectionThreads::HeadWait waiting(*threads, fd);  // may be shut when the slots are full
+    read_head(conn, head);
+    if (head.state() == HeadReader::State::refused) {
+      write_refusal(conn, head.refusal());
+      drain_before_close(fd);
+    }
+  }
+  if (head.state() == HeadReader::State::done) {
+    conn.set_deadline(Clock::now() + read_timeout);  // the body's own read_timeout
+    process(conn, head);
+  }
+  ::shutdown(fd, SHUT_RDWR);
+  ::close(fd);
 }
 
 HttpServer::HttpServer(ServingLoop& loop, ApiContext ctx, HttpOptions opt)
@@ -352,7 +349,6 @@ void HttpServer::bind() {
     throw Error(
         fmt::format("serve: cannot listen on {}:{} (address in use, or not an address of this machine)", impl_->opt.host, impl_->opt.port));
   impl_->bound_port = impl_->opt.port;
-  impl_->read_deadline = std::make_unique<RequestReadDeadline>(impl_->bound_port, impl_->opt.read_timeout_s);
   // httplib listens with a backlog of 5: a burst of new connections would wait for SYN retries (1 s, 3 s, ...).
   if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
 }
@@ -367,8 +363,10 @@ void HttpServer::stop() { impl_->http.stop(); }
 
 std::string HttpServer::answer(std::string_view raw_request) {
   MemoryStream stream(raw_request);
-  bool closed = false;
-  impl_->http.process_request(stream, true, closed, nullptr);
+  HeadReader head;
+  read_head(stream, head);
+  if (head.state() == HeadReader::State::refused) write_refusal(stream, head.refusal());
+  if (head.state() == HeadReader::State::done) impl_->process(stream, head);
   return std::move(stream.out);
 }
 int HttpServer::port() const { return impl_->bound_port; }

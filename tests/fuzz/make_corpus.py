@@ -182,6 +182,31 @@ def request_seeds():
     put("http_server", "metrics.http", "GET /metrics HTTP/1.1\r\nHost: x\r\nRange: bytes=0-10\r\n\r\n")
 
 
+def http_head_seeds():
+    """Request heads for fuzz_http_head (its first byte picks the read size) and fuzz_http_framing (to its echo route);
+    those serve refuses are http_server seeds too."""
+    post = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\n"
+    body = json.dumps({"prompt": "Once", "max_tokens": 1})
+    length = f"Content-Length: {len(body)}\r\n"
+    heads = {
+        "get": "GET /health HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n",
+        "length": post + length + "\r\n" + body,
+        "chunked": post + "Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x};ext=1\r\n{body}\r\n0\r\n\r\n",
+        "many_fields": "GET /v1/models HTTP/1.1\r\nHost: x\r\n" + "X-a: b\r\n" * 120 + "\r\n",
+        "space_before_colon": post + "Transfer-Encoding : chunked\r\n" + length + "\r\n" + body,
+        "plus_length": post + f"Content-Length: +{len(body)}\r\n\r\n" + body,
+        "chunk_without_crlf": post + "Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x}\r\n{body}XYZ0\r\n\r\n",
+        "nul": post + "X-a: b\0c\r\n" + length + "\r\n" + body,
+        "obs_fold": post + "X-a: b\r\n c\r\n" + length + "\r\n" + body,
+        "key_nul": "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\0\r\n\r\n",
+    }
+    for name, text in heads.items():
+        put("http_head", name + ".http", "\x05" + text)
+        put("http_framing", name + ".http", text.replace("/v1/completions", "/echo"))
+        if name not in ("get", "length", "chunked"):
+            put("http_server", "framing_" + name + ".http", text)
+
+
 def sse_seeds():
     chunk = lambda text, **kw: "data: " + json.dumps({"choices": [{"index": 0, "text": text, **kw}]}) + "\n\n"
     stream = chunk("Once") + chunk(" upon") + chunk("", finish_reason="length") + \
@@ -285,6 +310,7 @@ def main():
     calibration_seeds()
     yaml_seeds()
     request_seeds()
+    http_head_seeds()
     sse_seeds()
     task_seeds()
     dataset_seeds()

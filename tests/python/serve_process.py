@@ -16,8 +16,8 @@ def free_port():
 
 
 @contextlib.contextmanager
-def serving(model, *flags):
-    """Yields the port once /health answers; SIGTERM and wait at the end."""
+def serving_process(model, *flags):
+    """Yields (port, the Popen) once /health answers; SIGTERM and wait at the end."""
     port = free_port()
     proc = subprocess.Popen([BIN, "serve", "--model_path", str(model), "--port", str(port), *flags], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
@@ -31,7 +31,14 @@ def serving(model, *flags):
                 pass
             assert proc.poll() is None and time.time() < deadline, "serve did not come up: " + (proc.stderr.read() if proc.poll() is not None else "")
             time.sleep(0.1)
-        yield port
+        yield port, proc
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+@contextlib.contextmanager
+def serving(model, *flags):
+    """Yields the port once /health answers; SIGTERM and wait at the end."""
+    with serving_process(model, *flags) as (port, _):
+        yield port

@@ -4,7 +4,11 @@
 - a full queue: 429 with Retry-After (503 stays for shutting down);
 - sampling parameters whose math would not stay finite (repetition_penalty 1e-45): 400 naming the field;
 - the API key: wrong, a prefix of the right one, or longer: 401; right: 200;
-- two pipelined requests: the first answered with `Connection: close` at once, not a 5 s idle.
+- two pipelined requests: the first answered with `Connection: close` at once, not a 5 s idle;
+- a header flood (4 M headers, 32 MB) with or without the key: 431 before authentication, RSS up < 20 MB;
+- framing RFC 9112 refuses: whitespace before a colon, `Content-Length: +N`, chunk data without its CRLF,
+  a NUL byte or obs-fold in a header: 400; the key followed by a NUL byte: 401; a body with neither
+  Content-Length nor chunked is no body (400, not valid JSON) instead of one read until the client closes.
 After each, the server still answers /health and a normal request and ends with 0 KV blocks used.
 """
 import json
@@ -15,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from serve_process import serving
+from serve_process import serving_process
 
 STORIES = Path(os.environ["MO_SHARED_DATA"]) / "models" / "stories260K.gguf"
 KEY = "sk-protocol-test"
@@ -67,8 +71,70 @@ def healthy(port):
         time.sleep(0.05)
 
 
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:"))
+
+
+def header_flood(port, path, count=4_000_000):
+    """One request with `count` 8-byte headers, sent as fast as loopback takes them; the status line of the answer."""
+    block = b"X-a: b\r\n" * 100_000
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        try:
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n".encode())
+            for _ in range(count // 100_000):
+                s.sendall(block)
+            s.sendall(b"\r\n")
+        except OSError:
+            pass  # the server answered and closed first; its answer is still to read
+        out = b""
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+        except OSError:
+            pass
+    return out.split(b"\r\n", 1)[0]
+
+
+def check_header_flood(port, pid):
+    before = rss_mb(pid)
+    for path in ("/health", "/v1/models"):  # /v1/models needs the key: the limit answers before it is checked
+        status = header_flood(port, path)
+        assert status == b"HTTP/1.1 431 Request Header Fields Too Large", (path, status)
+    grown = rss_mb(pid) - before
+    assert grown < 20, f"RSS grew {grown:.0f} MB after two floods of 4 M headers"
+    healthy(port)
+    print(f"ok   header floods (4 M headers, 32 MB each): 431 before the key, RSS +{grown:.1f} MB")
+
+
+def check_framing(port):
+    body = json.dumps(completion()).encode()
+    post = f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\n".encode()
+    length = f"Content-Length: {len(body)}\r\n".encode()
+    chunked = post + b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x}\r\n".encode() + body
+    cases = {"whitespace before the colon": post + b"Transfer-Encoding : chunked\r\n" + length + b"\r\n" + body,
+             "Content-Length: +N": post + f"Content-Length: +{len(body)}\r\n\r\n".encode() + body,
+             "chunk data without its CRLF": chunked + b"XYZ0\r\n\r\n",
+             "a NUL byte in a header": post + b"X-a: b\0c\r\n" + length + b"\r\n" + body,
+             "obs-fold": post + b"X-a: b\r\n c\r\n" + length + b"\r\n" + body}
+    assert raw(port, chunked + b"\r\n0\r\n\r\n").startswith(b"HTTP/1.1 200"), "a well-framed chunked request"
+    for label, data in cases.items():
+        answer = raw(port, data, timeout=10)
+        assert answer.startswith(b"HTTP/1.1 400"), (label, answer[:300])
+        assert json.loads(answer[answer.find(b"\r\n\r\n") + 4:])["error"]["message"], (label, answer)
+    # Neither length nor chunked: no body (RFC 9112), where httplib read on until the client closed.
+    answer = raw(port, post + b"\r\n" + body, timeout=10)
+    assert answer.startswith(b"HTTP/1.1 400") and b"not valid JSON" in answer, answer[:300]
+    key_nul = raw(port, f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\0\r\n\r\n".encode(), timeout=10)
+    assert key_nul.startswith(b"HTTP/1.1 401"), key_nul[:300]
+    healthy(port)
+    print(f"ok   lenient framing ({', '.join(cases)}): 400; the key and a NUL byte: 401")
+
+
 def main():
-    with serving(STORIES, "--api_key", KEY, "--threads", "2", "--max_num_seqs", "1", "--max_queue_len", "1") as port:
+    with serving_process(STORIES, "--api_key", KEY, "--threads", "2", "--max_num_seqs", "1", "--max_queue_len", "1") as (port, proc):
+        check_header_flood(port, proc.pid)
+        check_framing(port)
         body = json.dumps(completion()).encode()
         for label, framing in (("two Content-Length", f"Content-Length: {len(body)}\r\nContent-Length: {len(body) + 5}\r\n"),
                                ("Content-Length and chunked", f"Content-Length: {len(body)}\r\nTransfer-Encoding: chunked\r\n")):

@@ -2,6 +2,8 @@
 """`serve` on stories260K against clients that hold connections or walk away, loopback only, bounded:
 - slowloris: 200 connections sending their headers a byte every second; /health, /metrics and a normal
   completion are still answered promptly (each connection has its own thread, up to max_connections);
+- every connection slot held (max_connections 32) by 40 clients dripping their headers, or by 50 that send
+  nothing: /health still answers within 1 s, as a new connection closes the one longest without its headers;
 - read_timeout: a client dripping its headers, or its body, a byte at a time is disconnected once the
   headers (the body) took longer than read_timeout, though each byte came well within httplib's 5 s;
 - 64 non-streaming requests of 1500 tokens whose clients disconnect at once: the sequences are freed
@@ -92,6 +94,47 @@ def check_slowloris(port):
         dripper.join()
         for s in socks:
             s.close()
+
+
+def health_seconds(port):
+    """Seconds /health took to answer 200 (at most 10, as a failure)."""
+    start = time.time()
+    try:
+        status, _ = get(port, "/health", timeout=10)
+    except OSError:
+        return 10.0
+    return time.time() - start if status == 200 else 10.0
+
+
+def check_slots_full():
+    with serving(STORIES, "--threads", "2", "--max_connections", "32") as port:
+        for label, sent, count in (("dripping their headers", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n", 40), ("silent", b"", 50)):
+            socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(count)]
+            stop = threading.Event()
+
+            def drip():  # a header byte every 0.5 s, each well within httplib's 5 s read timeout
+                while sent and not stop.is_set():
+                    for s in socks:
+                        try:
+                            s.sendall(b"X")
+                        except OSError:
+                            pass  # closed by the server
+                    stop.wait(0.5)
+
+            for s in socks:
+                s.sendall(sent)
+            dripper = threading.Thread(target=drip, daemon=True)
+            dripper.start()
+            try:
+                time.sleep(1)
+                took = health_seconds(port)  # the first: silent clients are dropped after 5 s anyway
+                assert took < 1, f"/health took {took:.1f} s with the 32 slots held by {count} connections {label}"
+                print(f"ok   32 slots held by {count} connections {label}: /health in {took:.3f} s")
+            finally:
+                stop.set()
+                dripper.join()
+                for s in socks:
+                    s.close()
 
 
 def closed_after(s, drip, limit):
@@ -195,6 +238,7 @@ def main():
     with serving(STORIES, "--threads", "2", "--max_num_seqs", "8") as port:
         check_slowloris(port)
         check_abandoned(port)
+    check_slots_full()
     check_read_timeout()
     check_sigterm_streams()
     print("ok")

@@ -1,8 +1,11 @@
 #pragma once
-// A tokenizer for serve tests that need no model: one token per byte (id = byte value), BOS = 256.
+// A tokenizer for serve tests that need no model: one token per byte (id = byte value), BOS = 256; and
+// a fake model over it.
+#include <span>
 #include <string>
 #include <vector>
 
+#include "mo/engine/engine.h"
 #include "mo/tokenizer/tokenizer.h"
 
 namespace mo::serve::test_support {
@@ -35,5 +38,20 @@ struct ByteTokenizer : mo::tok::Tokenizer {
   std::string empty;
   mo::tok::SpecialTokens sp;
 };
+
+// Logits [rows, 257] where byte b + 1 (mod 256) is the most likely (10, the others 0) after byte b, for
+// each token a chunk asks logits for: greedy output from "ab" is "cdef...".
+inline std::vector<float> next_byte_forward(std::span<const mo::engine::SeqChunk> chunks) {
+  std::vector<float> out;
+  for (const auto& c : chunks) {
+    const std::size_t first = c.all_logits ? 0 : c.tokens.size() - 1;
+    for (std::size_t i = first; i < c.tokens.size(); ++i) {
+      std::vector<float> row(257, 0.0f);
+      row[(c.tokens[i] + 1) % 256] = 10.0f;
+      out.insert(out.end(), row.begin(), row.end());
+    }
+  }
+  return out;
+}
 
 }  // namespace mo::serve::test_support

@@ -17,20 +17,6 @@ using namespace std::chrono_literals;
 
 constexpr int kVocab = 257;
 
-// logits [rows, vocab]: 10 for (token + 1) % 256 after each token the chunk asks logits for.
-std::vector<float> fake_forward(std::span<const mo::engine::SeqChunk> chunks) {
-  std::vector<float> out;
-  for (const auto& c : chunks) {
-    const std::size_t first = c.all_logits ? 0 : c.tokens.size() - 1;
-    for (std::size_t i = first; i < c.tokens.size(); ++i) {
-      std::vector<float> row(kVocab, 0.0f);
-      row[(c.tokens[i] + 1) % 256] = 10.0f;
-      out.insert(out.end(), row.begin(), row.end());
-    }
-  }
-  return out;
-}
-
 struct Answer {
   std::vector<std::string> text;
   std::vector<std::string> finish;
@@ -101,7 +87,7 @@ class ServeLoop : public ::testing::Test {
 };
 
 TEST_F(ServeLoop, GreedyTextStopsAtMaxTokens) {
-  ServingLoop loop(fake_forward, tok, options());
+  ServingLoop loop(test_support::next_byte_forward, tok, options());
   Answer a = ask(loop, {spec("ab", 4)});
   EXPECT_EQ(a.text[0], "cdef");
   EXPECT_EQ(a.finish[0], "length");
@@ -112,7 +98,7 @@ TEST_F(ServeLoop, GreedyTextStopsAtMaxTokens) {
 }
 
 TEST_F(ServeLoop, StopStringAcrossTokensEndsTheTextBeforeIt) {
-  ServingLoop loop(fake_forward, tok, options());
+  ServingLoop loop(test_support::next_byte_forward, tok, options());
   SeqSpec s = spec("ab", 10);
   s.params.stop = {"ef"};
   Answer a = ask(loop, {s});
@@ -123,7 +109,7 @@ TEST_F(ServeLoop, StopStringAcrossTokensEndsTheTextBeforeIt) {
 // As vLLM: EOS ends the output and stays out of the text, but is a generated token with its logprob
 // (lm-evaluation-harness drops the last logprob entry of an echoed request, taking it for the generated one).
 TEST_F(ServeLoop, EosEndsTheTextButKeepsItsLogprob) {
-  ServingLoop loop(fake_forward, tok, options());
+  ServingLoop loop(test_support::next_byte_forward, tok, options());
   Answer a = ask(loop, {spec("w", 10)});
   EXPECT_EQ(a.text[0], "xy");
   EXPECT_EQ(a.finish[0], "stop");
@@ -134,7 +120,7 @@ TEST_F(ServeLoop, EosEndsTheTextButKeepsItsLogprob) {
 }
 
 TEST_F(ServeLoop, OutputStopsAtMaxModelLen) {
-  ServingLoop loop(fake_forward, tok, options());
+  ServingLoop loop(test_support::next_byte_forward, tok, options());
   SeqSpec s = spec("ab", 100);
   s.max_total_tokens = 6;  // BOS a b + 3
   Answer a = ask(loop, {s});
@@ -143,14 +129,14 @@ TEST_F(ServeLoop, OutputStopsAtMaxModelLen) {
 }
 
 TEST_F(ServeLoop, ChoicesOfOneRequestAllAnswer) {
-  ServingLoop loop(fake_forward, tok, options());
+  ServingLoop loop(test_support::next_byte_forward, tok, options());
   Answer a = ask(loop, {spec("ab", 3, 0), spec("kl", 2, 1)});
   EXPECT_EQ(a.text, (std::vector<std::string>{"cde", "mn"}));
   EXPECT_EQ(a.finish, (std::vector<std::string>{"length", "length"}));
 }
 
 TEST_F(ServeLoop, LogprobsOfSampledAndPromptTokens) {
-  ServingLoop loop(fake_forward, tok, options());
+  ServingLoop loop(test_support::next_byte_forward, tok, options());
   SeqSpec s = spec("ab", 0);
   s.prompt_logprobs = true;
   s.params.logprobs = 2;
@@ -177,7 +163,7 @@ TEST_F(ServeLoop, LogprobsOfSampledAndPromptTokens) {
 }
 
 TEST_F(ServeLoop, CancelledRequestFreesItsBlocks) {
-  ServingLoop loop(fake_forward, tok, options());
+  ServingLoop loop(test_support::next_byte_forward, tok, options());
   auto stream = std::make_shared<RequestStream>(1);
   SeqSpec s = spec("ab", 200);
   s.params.ignore_eos = true;
@@ -189,7 +175,7 @@ TEST_F(ServeLoop, CancelledRequestFreesItsBlocks) {
 }
 
 TEST_F(ServeLoop, FullQueueAndShutdownRefuseNewRequests) {
-  ServingLoop loop(fake_forward, tok, options(1));
+  ServingLoop loop(test_support::next_byte_forward, tok, options(1));
   EXPECT_EQ(loop.submit({spec("ab", 1), spec("cd", 1)}, std::make_shared<RequestStream>(2)), SubmitStatus::queue_full);
   loop.stop_accepting();
   EXPECT_EQ(loop.submit({spec("ab", 1)}, std::make_shared<RequestStream>(1)), SubmitStatus::shutting_down);

@@ -1,7 +1,8 @@
 #pragma once
-// The OpenAI-compatible HTTP front end (cpp-httplib): routes, bearer-token check, JSON errors in
-// OpenAI's shape, SSE streaming. Each connection runs on a thread of its own (connection_threads.h) and
-// its requests talk to the ServingLoop through a RequestStream.
+// The OpenAI-compatible HTTP front end (cpp-httplib): request head limits and framing checks (before
+// httplib parses a request), routes, bearer-token check, JSON errors in OpenAI's shape, SSE streaming.
+// Each connection runs on a thread of its own (connection_threads.h) and its requests talk to the
+// ServingLoop through a RequestStream.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,7 +16,8 @@ struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key;                     // empty = no check
-  int max_connections = 1024;              // connections served at once, a thread each; slow clients hold only their own
+  int max_connections = 1024;              // connections served at once, a thread each; when all are taken, those
+                                           // waiting over 0.5 s for their request headers are closed for new ones
   std::size_t max_body_bytes = 32u << 20;  // larger bodies get 413
   double read_timeout_s = 60;              // to send the request headers after connecting, and again the body after them
 };
