@@ -73,7 +73,10 @@ void bind(Schema& s, ServeConfig& c) {
   s.add("api_key", &c.api_key, "bearer token clients must send; empty = none");
   s.add("request_timeout", &c.request_timeout, "seconds before a request is aborted").range(1, 86400);
   s.add("max_queue_len", &c.max_queue_len, "waiting requests before new ones get 429").range(1, 1 << 20);
-  s.add("max_connections", &c.max_connections, "client connections served at once, each on its own thread (more wait)").range(4, 1 << 16);
+  s.add("max_connections", &c.max_connections,
+        "client connections served at once, each on its own thread (more wait; when all are taken, connections still waiting for their "
+        "headers after 0.5 s are closed to make room)")
+      .range(4, 1 << 16);
   s.add("read_timeout", &c.read_timeout, "seconds a client has to send a request's headers, and again its body; then it is disconnected")
       .range(1, 3600);
   s.add("device", &c.device, "compute device").one_of(kDevices);
