@@ -106,6 +106,9 @@ def check(server, path, raw):
 
 
 def main():
+    if not STORIES.exists():  # the shared data is absent: skipped (77), as docs/building.md says
+        print(f"skipped: {STORIES} not found")
+        return 77
     server = Server(STORIES, "--threads", "2", "--max_model_len", "512")
     try:
         bodies = special_bodies() + mutated_bodies(random.Random(0), 3000)

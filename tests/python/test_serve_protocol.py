@@ -65,10 +65,8 @@ def healthy(port):
     assert request(port, "/health")[0] == 200
     status, _, body = request(port, "/v1/completions", completion())
     assert status == 200 and json.loads(body)["choices"][0]["text"], body
-    deadline = time.time() + 3
-    while metric(port, "mo:num_requests_running") != 0 or metric(port, "mo:kv_blocks_used") != 0:
-        assert time.time() < deadline, "requests still running or KV blocks still held"
-        time.sleep(0.05)
+    # The gauges are published before a response's last byte (docs/serve.md, Metrics): no waiting needed.
+    assert metric(port, "mo:num_requests_running") == 0 and metric(port, "mo:kv_blocks_used") == 0, "requests running or KV blocks held"
 
 
 def rss_mb(pid):
@@ -132,6 +130,9 @@ def check_framing(port):
 
 
 def main():
+    if not STORIES.exists():  # the shared data is absent: skipped (77), as docs/building.md says
+        print(f"skipped: {STORIES} not found")
+        return 77
     with serving_process(STORIES, "--api_key", KEY, "--threads", "2", "--max_num_seqs", "1", "--max_queue_len", "1") as (port, proc):
         check_header_flood(port, proc.pid)
         check_framing(port)
@@ -163,7 +164,8 @@ def main():
         answer = raw(port, get + get, timeout=10)
         took = time.monotonic() - started
         assert answer.startswith(b"HTTP/1.1 200") and b"Connection: close" in answer, answer[:300]
-        assert took < 2, f"the connection idled {took:.1f} s after a pipelined request"
+        # httplib would idle on the connection until its 5 s read timeout; a closed one answers at once.
+        assert took < 4.5, f"the connection idled {took:.1f} s after a pipelined request"
         healthy(port)
         print(f"ok   pipelined requests: first answered, connection closed after {took:.2f} s")
 
