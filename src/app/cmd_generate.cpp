@@ -15,6 +15,7 @@
 #include "mo/engine/generator.h"
 #include "mo/formats/ggml_types.h"
 #include "mo/io/json_file.h"
+#include "mo/model/model_check.h"
 #include "mo/tokenizer/chat_template.h"
 
 namespace mo::app {
@@ -63,9 +64,7 @@ class GenerateCommand : public Command {
 
     if (cfg_.load_format == "dummy") return run_dummy(params, opt);
     model::ModelFiles files = model::ModelFiles::open(cfg_.model_path);
-    if (files.tokenizer_path().empty())
-      throw UsageError(fmt::format("{}: the model has no tokenizer to turn the prompt into tokens", cfg_.model_path));
-    auto tokenizer = files.gguf() ? tok::load_tokenizer_gguf(*files.gguf()) : tok::load_tokenizer_json(files.tokenizer_path());
+    auto tokenizer = model::check_model(files, model::TokenizerUse::required);
     engine::Engine engine(engine::bind_weights(files), default_pool(), parse_device(cfg_.device));
     if (const auto* dm = engine.device_model()) log::info("{}", dm->summary());
 

@@ -9,6 +9,7 @@
 #include "mo/core/error.h"
 #include "mo/core/log.h"
 #include "mo/io/output_path.h"
+#include "mo/model/model_check.h"
 
 namespace mo::convert {
 
@@ -16,6 +17,8 @@ ConvertReport convert_model(const std::string& input, const std::string& output,
   const auto start = std::chrono::steady_clock::now();
   if (input.empty()) throw UsageError("model_path: no input model given");
   model::ModelFiles in = model::ModelFiles::open(input);
+  // What convert writes must load again: it rewrites only models the other commands would run.
+  model::check_model(in, model::TokenizerUse::optional);
   std::string format = opt.output_format;
   if (format == "auto") format = std::filesystem::path(output).extension() == ".gguf" ? "gguf" : "hf";
   if (format == in.format() || (format == "hf" && in.format() == "safetensors")) {

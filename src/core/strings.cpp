@@ -96,4 +96,15 @@ std::string format_count(long long n) {
   return n < 0 ? "-" + out : out;
 }
 
+std::string shown_name(std::string_view name) {
+  constexpr std::size_t kMaxShown = 80;
+  std::string out;
+  for (std::size_t i = 0; i < name.size() && i < kMaxShown; ++i) {
+    const unsigned char c = name[i];
+    out += (c < 0x20 || c == 0x7f) ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
+  }
+  if (name.size() > kMaxShown) out += fmt::format("... ({} bytes)", name.size());
+  return out;
+}
+
 }  // namespace mo

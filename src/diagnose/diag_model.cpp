@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mo/core/thread_pool.h"
+#include "mo/model/model_check.h"
 #include "mo/model/tensor_names.h"
 #include "mo/quant/layer_select.h"
 
@@ -82,8 +83,7 @@ DiagModel load_diag_model(const std::string& path) {
   DiagModel m;
   m.path = path;
   m.files = std::make_unique<model::ModelFiles>(model::ModelFiles::open(path));
-  if (!m.files->tokenizer_path().empty())
-    m.tok = m.files->gguf() ? tok::load_tokenizer_gguf(*m.files->gguf()) : tok::load_tokenizer_json(m.files->tokenizer_path());
+  m.tok = model::check_model(*m.files, model::TokenizerUse::optional);
   m.engine = std::make_unique<engine::Engine>(engine::bind_weights(*m.files), default_pool());
   return m;
 }

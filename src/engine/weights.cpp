@@ -97,7 +97,6 @@ ModelWeights bind_weights(const model::ModelFiles& f) {
   ModelWeights w;
   w.hp = f.shape().hp;
   const auto& hp = w.hp;
-  if (hp.num_experts > 0) throw UsageError(fmt::format("{}: mixture-of-experts models are not supported by the engine yet", f.path()));
   const std::int64_t h = hp.hidden_size, q = hp.num_heads * hp.head_dim, kv = hp.num_kv_heads * hp.head_dim, ffn = hp.intermediate_size;
   // Quantized HF checkpoints: their linears are decoded into w.owned (quantized_weights.h says how).
   std::optional<detail::QuantizedLinears> quantized;

@@ -12,6 +12,7 @@
 #include "mo/core/progress.h"
 #include "mo/core/thread_pool.h"
 #include "mo/eval/eval_data.h"
+#include "mo/model/model_check.h"
 #include "mo/model/model_files.h"
 
 namespace fs = std::filesystem;
@@ -27,8 +28,7 @@ struct LoadedModel {
 
 LoadedModel load(const std::string& path, Device device) {
   LoadedModel m{model::ModelFiles::open(path), nullptr, nullptr};
-  if (m.files.tokenizer_path().empty()) throw UsageError(fmt::format("{}: the model has no tokenizer", path));
-  m.tok = m.files.gguf() ? tok::load_tokenizer_gguf(*m.files.gguf()) : tok::load_tokenizer_json(m.files.tokenizer_path());
+  m.tok = model::check_model(m.files, model::TokenizerUse::required);
   m.engine = std::make_unique<engine::Engine>(engine::bind_weights(m.files), default_pool(), device);
   return m;
 }

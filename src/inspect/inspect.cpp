@@ -11,6 +11,7 @@
 #include "mo/engine/weights.h"
 #include "mo/io/gguf.h"
 #include "mo/io/json_file.h"
+#include "mo/model/model_check.h"
 #include "mo/formats/hf_quant_config.h"
 #include "mo/tokenizer/chat_template.h"
 #include "mo/tokenizer/tokenizer.h"
@@ -18,10 +19,8 @@
 namespace mo::inspect {
 namespace {
 
-nlohmann::json tokenizer_summary(const model::ModelFiles& m) {
-  if (m.tokenizer_path().empty()) return nullptr;
-  std::unique_ptr<tok::Tokenizer> t =
-      m.format() == "gguf" ? tok::load_tokenizer_gguf(*m.gguf()) : tok::load_tokenizer_json(m.tokenizer_path());
+nlohmann::json tokenizer_summary(const std::unique_ptr<tok::Tokenizer>& t) {
+  if (!t) return nullptr;
   const tok::SpecialTokens& sp = t->special();
   auto token = [&](const std::optional<std::int32_t>& id) -> nlohmann::json {
     if (!id) return nullptr;
@@ -82,8 +81,8 @@ nlohmann::json describe(const model::ModelFiles& m) {
   }
   nlohmann::json types = nlohmann::json::array();
   for (const auto& [type, v] : by_type) types.push_back({{"type", type}, {"tensors", v.first}, {"bytes", v.second}});
-  // What generate/serve would refuse (missing or mis-shaped tensors, a tokenizer or chat template that cannot
-  // be used): the first such error, checked in the order they load.
+  // What generate/serve would refuse (the model check, what the engine cannot bind, a chat template that
+  // cannot be used): the first such error, checked in the order they load.
   std::optional<std::string> problem;
   auto check = [&](auto&& load) {
     try {
@@ -92,10 +91,17 @@ nlohmann::json describe(const model::ModelFiles& m) {
       if (!problem) problem = e.what();
     }
   };
-  nlohmann::json tokenizer = nullptr;
+  std::unique_ptr<tok::Tokenizer> loaded;
+  check([&] { loaded = model::check_model(m, model::TokenizerUse::required); });
   check([&] { engine::bind_weights(m); });
-  check([&] { tokenizer = tokenizer_summary(m); });
   check([&] { tok::check_chat_template(tok::chat_template_of_model(m.gguf(), m.path()).tmpl, m.path()); });
+  // The tokenizer is still described when the check stopped before it (a bad tensor) or refused its ids.
+  if (!loaded) {
+    try {
+      loaded = model::load_tokenizer(m);
+    } catch (const Error&) {}
+  }
+  const nlohmann::json tokenizer = tokenizer_summary(loaded);
   nlohmann::json rope = {{"theta", hp.rope_theta}, {"scaling", hp.rope_scaling.type}};
   if (hp.rope_scaling.type != "none") rope["factor"] = hp.rope_scaling.factor;
   return {

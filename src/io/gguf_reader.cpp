@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "mo/core/error.h"
+#include "mo/core/strings.h"
 #include "mo/core/mapped_file.h"
 #include "mo/formats/ggml_types.h"
 
@@ -73,19 +74,6 @@ std::string printable_magic(const uint8_t* p) {
     const unsigned char c = p[i];
     out += (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
   }
-  return out;
-}
-
-// A key or tensor name as it appears in messages: control bytes escaped (a corrupt name may hold NULs,
-// which would cut what() short) and long names shortened.
-std::string shown(std::string_view name) {
-  constexpr std::size_t kMaxShown = 80;
-  std::string out;
-  for (std::size_t i = 0; i < name.size() && i < kMaxShown; ++i) {
-    const unsigned char c = name[i];
-    out += (c < 0x20 || c == 0x7f) ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
-  }
-  if (name.size() > kMaxShown) out += fmt::format("... ({} bytes)", name.size());
   return out;
 }
 
@@ -170,11 +158,11 @@ class Parser {
       const uint64_t key_at = pos_;
       std::string key = read_string(fmt::format("the key of metadata entry {}", i));
       if (key.empty()) fail(fmt::format("metadata entry {} at offset {} has an empty key", i, key_at));
-      if (!seen.insert(key).second) fail(fmt::format("duplicate metadata key '{}' at offset {}", shown(key), key_at));
+      if (!seen.insert(key).second) fail(fmt::format("duplicate metadata key '{}' at offset {}", shown_name(key), key_at));
 
       const uint64_t type_at = pos_;
-      const auto type = read<uint32_t>(fmt::format("the type of key '{}'", shown(key)));
-      Value value = read_value(checked_type(type, key, type_at), key, 0, fmt::format("the value of key '{}'", shown(key)));
+      const auto type = read<uint32_t>(fmt::format("the type of key '{}'", shown_name(key)));
+      Value value = read_value(checked_type(type, key, type_at), key, 0, fmt::format("the value of key '{}'", shown_name(key)));
       if (key == "general.alignment") file.alignment = checked_alignment(value, key_at);
       file.metadata.emplace_back(std::move(key), std::move(value));
     }
@@ -182,7 +170,7 @@ class Parser {
 
   ValueType checked_type(uint32_t type, const std::string& key, uint64_t at) const {
     if (type > kLastValueType) {
-      fail(fmt::format("key '{}' has unknown value type {} at offset {}", shown(key), type, at));
+      fail(fmt::format("key '{}' has unknown value type {} at offset {}", shown_name(key), type, at));
     }
     return static_cast<ValueType>(type);
   }
@@ -225,13 +213,13 @@ class Parser {
 
   void read_array(Value& v, const std::string& key, int depth, const std::string& what) {
     if (depth >= kMaxArrayDepth) {
-      fail(fmt::format("key '{}' nests arrays more than {} deep at offset {}", shown(key), kMaxArrayDepth, pos_));
+      fail(fmt::format("key '{}' nests arrays more than {} deep at offset {}", shown_name(key), kMaxArrayDepth, pos_));
     }
     const uint64_t elem_at = pos_;
     v.elem_type = checked_type(read<uint32_t>(what), key, elem_at);
     const uint64_t count_at = pos_;
     const auto count = read<uint64_t>(what);
-    const std::string elems_what = fmt::format("the value of key '{}' ({})", shown(key), describe_array(v.elem_type, count));
+    const std::string elems_what = fmt::format("the value of key '{}' ({})", shown_name(key), describe_array(v.elem_type, count));
     if (count > remaining() / min_encoded_size(v.elem_type)) {
       fail(fmt::format("truncated at offset {} while reading {}: {} elements cannot fit in the {} bytes left", count_at, elems_what, count,
                        remaining()));
@@ -251,14 +239,14 @@ class Parser {
       TensorInfo t;
       t.name = read_string(fmt::format("the name of tensor {}", i));
       if (!seen.insert(t.name).second) {
-        fail(fmt::format("duplicate tensor name '{}' at offset {}", shown(t.name), info_at));
+        fail(fmt::format("duplicate tensor name '{}' at offset {}", shown_name(t.name), info_at));
       }
-      const std::string what = fmt::format("the info of tensor '{}'", shown(t.name));
+      const std::string what = fmt::format("the info of tensor '{}'", shown_name(t.name));
 
       const uint64_t dims_at = pos_;
       const auto n_dims = read<uint32_t>(what);
       if (n_dims > kMaxDims) {
-        fail(fmt::format("tensor '{}' has {} dimensions at offset {} (at most {})", shown(t.name), n_dims, dims_at, kMaxDims));
+        fail(fmt::format("tensor '{}' has {} dimensions at offset {} (at most {})", shown_name(t.name), n_dims, dims_at, kMaxDims));
       }
       read_shape(t, n_dims, what);
 
@@ -280,11 +268,11 @@ class Parser {
       const uint64_t at = pos_;
       const auto ne = read<uint64_t>(what);
       if (ne > kMax) {
-        fail(fmt::format("tensor '{}' dimension {} is {} at offset {}, above INT64_MAX", shown(t.name), d, ne, at));
+        fail(fmt::format("tensor '{}' dimension {} is {} at offset {}, above INT64_MAX", shown_name(t.name), d, ne, at));
       }
       zero = zero || ne == 0;
       if (!zero && ne > 1 && n_elements > kMax / ne) {
-        fail(fmt::format("tensor '{}' has more than INT64_MAX elements (dimension {} at offset {})", shown(t.name), d, at));
+        fail(fmt::format("tensor '{}' has more than INT64_MAX elements (dimension {} at offset {})", shown_name(t.name), d, at));
       }
       if (!zero) n_elements *= ne;
       t.ne.push_back(ne);
@@ -294,18 +282,18 @@ class Parser {
   void check_tensor_type(const TensorInfo& t, uint64_t at) const {
     const GgmlTypeInfo* info = ggml_type_info(t.type);
     if (info == nullptr) {
-      fail(fmt::format("tensor '{}' has unknown ggml type {} at offset {}", shown(t.name), t.type, at));
+      fail(fmt::format("tensor '{}' has unknown ggml type {} at offset {}", shown_name(t.name), t.type, at));
     }
     const uint64_t row = t.ne.empty() ? 1 : t.ne[0];
     if (row % info->block_size != 0) {
       fail(
           fmt::format("tensor '{}' of type {} at offset {} has rows of {} weights, not a multiple of its block "
                       "size {}",
-                      shown(t.name), info->name, at, row, info->block_size));
+                      shown_name(t.name), info->name, at, row, info->block_size));
     }
     const uint64_t blocks = t.n_elements() / info->block_size;
     if (blocks > std::numeric_limits<uint64_t>::max() / info->type_size) {
-      fail(fmt::format("tensor '{}' at offset {} is too large: its size in bytes overflows 64 bits", shown(t.name), at));
+      fail(fmt::format("tensor '{}' at offset {} is too large: its size in bytes overflows 64 bits", shown_name(t.name), at));
     }
   }
 
@@ -321,7 +309,7 @@ class Parser {
     for (std::size_t i = 0; i < file.tensors.size(); ++i) {
       const TensorInfo& t = file.tensors[i];
       if (t.offset % file.alignment != 0) {
-        fail(fmt::format("tensor '{}' has data offset {} at offset {}, not a multiple of the alignment {}", shown(t.name), t.offset,
+        fail(fmt::format("tensor '{}' has data offset {} at offset {}, not a multiple of the alignment {}", shown_name(t.name), t.offset,
                          info_offsets_[i], file.alignment));
       }
       const uint64_t n = t.n_bytes();
@@ -329,7 +317,7 @@ class Parser {
         fail(
             fmt::format("tensor '{}' (offset field at offset {}) has {} bytes of data at data offset {}, past the end "
                         "of the file ({} bytes, data section from offset {})",
-                        shown(t.name), info_offsets_[i], n, t.offset, size_, file.data_offset));
+                        shown_name(t.name), info_offsets_[i], n, t.offset, size_, file.data_offset));
       }
     }
     check_overlaps(file);
@@ -347,8 +335,8 @@ class Parser {
         fail(
             fmt::format("tensors '{}' and '{}' overlap: data offsets [{}, {}) and [{}, {}) (offset field of '{}' at "
                         "offset {})",
-                        shown(prev->name), shown(t.name), prev->offset, prev->offset + prev->n_bytes(), t.offset, t.offset + t.n_bytes(),
-                        shown(t.name), info_offsets_[i]));
+                        shown_name(prev->name), shown_name(t.name), prev->offset, prev->offset + prev->n_bytes(), t.offset,
+                        t.offset + t.n_bytes(), shown_name(t.name), info_offsets_[i]));
       }
       prev = &t;
     }
@@ -527,20 +515,20 @@ const TensorInfo* File::find_tensor(std::string_view name) const {
 
 std::span<const uint8_t> File::tensor_bytes(const TensorInfo& tensor) const {
   if (mapping == nullptr) {
-    throw Error(fmt::format("{}: tensor '{}': the file is not mapped", path, shown(tensor.name)));
+    throw Error(fmt::format("{}: tensor '{}': the file is not mapped", path, shown_name(tensor.name)));
   }
   uint64_t n = 0;
   try {
     n = tensor.n_bytes();
   } catch (const Error& e) {
-    throw Error(fmt::format("{}: tensor '{}': {}", path, shown(tensor.name), e.what()));
+    throw Error(fmt::format("{}: tensor '{}': {}", path, shown_name(tensor.name), e.what()));
   }
   const uint64_t size = mapping->size();
   if (data_offset > size || tensor.offset > size - data_offset || n > size - data_offset - tensor.offset) {
     throw Error(
         fmt::format("{}: tensor '{}' has {} bytes of data at data offset {}, outside the file ({} bytes, data "
                     "section from offset {})",
-                    path, shown(tensor.name), n, tensor.offset, size, data_offset));
+                    path, shown_name(tensor.name), n, tensor.offset, size, data_offset));
   }
   return {mapping->data() + data_offset + tensor.offset, static_cast<std::size_t>(n)};
 }

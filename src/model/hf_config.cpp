@@ -101,7 +101,8 @@ RopeScaling parse_rope_scaling(const json& c, const std::string& src) {
   std::string type = rs.value("rope_type", rs.value("type", std::string("default")));
   if (type == "default") return r;
   if (type != "linear" && type != "llama3") {
-    throw UsageError(fmt::format("{}: rope_scaling type '{}' is not supported (supported: linear, llama3)", src, type));
+    throw UsageError(
+        fmt::format("{}: rope_scaling type '{}' is not supported{} (supported: linear, llama3)", src, type, type == "yarn" ? " yet" : ""));
   }
   r.type = type;
   r.factor = get_number(rs, "factor", 1.0, src);
@@ -147,9 +148,9 @@ static ModelShape shape_from_config(const json& c, const std::string& src) {
   hp.num_layers = get_int(c, "num_hidden_layers", src);
   hp.num_heads = get_int(c, "num_attention_heads", src);
   hp.num_kv_heads = get_int(c, "num_key_value_heads", src, hp.num_heads);
-  if (hp.num_heads <= 0)
-    throw UsageError(fmt::format("{}: key 'num_attention_heads': expected a positive integer, got {}", src, hp.num_heads));
-  hp.head_dim = get_int(c, "head_dim", src, hp.hidden_size / hp.num_heads);
+  const bool explicit_head_dim = c.contains("head_dim") && !c["head_dim"].is_null();
+  hp.head_dim =
+      get_int(c, "head_dim", src, hp.num_heads > 0 ? hp.hidden_size / hp.num_heads : 0);  // validate_hparams names a bad head count
   hp.context_length = get_int(c, "max_position_embeddings", src, 4096);
   hp.tied_embeddings = get_bool(c, "tie_word_embeddings", false, src);
   hp.qkv_bias = type == "qwen2" || get_bool(c, "attention_bias", false, src);
@@ -163,7 +164,10 @@ static ModelShape shape_from_config(const json& c, const std::string& src) {
     if (!act->is_string() || (act->get<std::string>() != "silu" && act->get<std::string>() != "swish"))
       throw UsageError(fmt::format("{}: key 'hidden_act': expected \"silu\", got {}", src, act->dump()));
   }
-  validate_hparams(hp, src, {"max_position_embeddings", "rms_norm_eps", "rope_theta", "bos_token_id", "eos_token_id", "rope_scaling"});
+  validate_hparams(hp, src,
+                   {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                    explicit_head_dim ? "head_dim" : "hidden_size / num_attention_heads", "max_position_embeddings", "rms_norm_eps",
+                    "rope_theta", "bos_token_id", "eos_token_id", "rope_scaling"});
   if (type == "mixtral") {
     hp.num_experts = get_int(c, "num_local_experts", src);
     hp.num_experts_used = get_int(c, "num_experts_per_tok", src);

@@ -52,7 +52,22 @@ void validate_hparams(const Hparams& hp, const std::string& src, const HparamKey
   auto bad = [&](const std::string& key, const std::string& expected, const std::string& got) {
     throw UsageError(fmt::format("{}: key '{}': expected {}, got {}", src, key, expected, got));
   };
-  if (hp.context_length < 0 || hp.context_length > kMaxContextLength)
+  auto size = [&](std::int64_t v, const std::string& key, std::int64_t max) {
+    if (v < 1 || v > max) bad(key, fmt::format("an integer in [1, {}]", max), std::to_string(v));
+  };
+  size(hp.vocab_size, keys.vocab_size, kMaxWidth);
+  size(hp.hidden_size, keys.hidden_size, kMaxWidth);
+  size(hp.intermediate_size, keys.intermediate_size, kMaxWidth);
+  size(hp.num_layers, keys.num_layers, kMaxCount);
+  size(hp.num_heads, keys.num_heads, kMaxCount);
+  size(hp.num_kv_heads, keys.num_kv_heads, kMaxCount);
+  if (hp.num_heads % hp.num_kv_heads != 0)
+    bad(keys.num_kv_heads, fmt::format("a divisor of {} ({}: {})", hp.num_heads, keys.num_heads, hp.num_heads),
+        std::to_string(hp.num_kv_heads));
+  // RoPE turns pairs of dimensions, so a head has an even number of them.
+  if (hp.head_dim < 2 || hp.head_dim > kMaxCount || hp.head_dim % 2 != 0)
+    bad(keys.head_dim, fmt::format("an even integer in [2, {}]", kMaxCount), std::to_string(hp.head_dim));
+  if (hp.context_length < 1 || hp.context_length > kMaxContextLength)
     bad(keys.context_length, fmt::format("a token count in [1, {}]", kMaxContextLength), std::to_string(hp.context_length));
   if (!std::isfinite(hp.rms_norm_eps) || hp.rms_norm_eps <= 0 || hp.rms_norm_eps >= 1)
     bad(keys.rms_norm_eps, "a number in (0, 1)", fmt::format("{}", hp.rms_norm_eps));

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "mo/core/error.h"
@@ -36,6 +38,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kGlobal =
     {"lm_head.weight", "output.weight"},
 }};
 
+constexpr long kLayerBound = std::numeric_limits<std::int32_t>::max();
+
 // Splits "<prefix><N>.<rest>" into N and rest.
 std::optional<std::pair<long, std::string_view>> split_layer(std::string_view name, std::string_view prefix) {
   if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
@@ -45,13 +49,13 @@ std::optional<std::pair<long, std::string_view>> split_layer(std::string_view na
   long layer = 0;
   for (char c : name.substr(0, dot)) {
     if (c < '0' || c > '9') return std::nullopt;
-    layer = layer * 10 + (c - '0');
+    layer = std::min<long>(layer * 10 + (c - '0'), kLayerBound);
   }
   return std::make_pair(layer, name.substr(dot + 1));
 }
 
 void check_shape(std::int64_t rows, std::int64_t n_head) {
-  if (n_head <= 0 || rows % (2 * n_head) != 0)
+  if (n_head <= 0 || rows <= 0 || rows % (2 * n_head) != 0)
     throw Error(fmt::format("Q/K permutation: {} rows do not split into {} heads of even size", rows, n_head));
 }
 
@@ -74,6 +78,12 @@ std::optional<std::string> gguf_to_hf_name(std::string_view gguf) {
     for (const auto& [h, g] : kLayerParts)
       if (parts->second == g && !g.empty()) return fmt::format("model.layers.{}.{}", parts->first, h);
   }
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> layer_index(std::string_view name) {
+  for (std::string_view prefix : {"blk.", "model.layers."})
+    if (auto parts = split_layer(name, prefix)) return parts->first;
   return std::nullopt;
 }
 

@@ -8,6 +8,7 @@
 #include "mo/core/error.h"
 #include "mo/engine/ops/linear.h"
 #include "mo/io/json_file.h"
+#include "mo/model/model_check.h"
 #include "mo/tokenizer/chat_template.h"
 
 namespace mo::quant {
@@ -83,13 +84,12 @@ SourceModel::SourceModel(const std::string& path, bool dummy, std::shared_ptr<Th
         fmt::format("{}: already quantized (config.json has a quantization_config with quant_method '{}'); "
                     "quantize the original 16-bit model instead",
                     path, files_->quantization_config().value("quant_method", "?")));
+  tokenizer_ = model::check_model(*files_, model::TokenizerUse::optional);
   engine::ModelWeights w = engine::bind_weights(*files_);
   // A GGUF without output.weight reuses the embedding as lm_head: tied, whatever the metadata says.
   if (w.output.bytes.data() == w.token_embd.bytes.data()) w.hp.tied_embeddings = true;
   original_ = w;
   engine_ = std::make_unique<engine::Engine>(std::move(w), pool, Device::cpu, batching);
-  if (!files_->tokenizer_path().empty())
-    tokenizer_ = files_->gguf() ? tok::load_tokenizer_gguf(*files_->gguf()) : tok::load_tokenizer_json(files_->tokenizer_path());
   chat_template_ = tok::chat_template_of_model(files_->gguf(), path).tmpl;
 }
 

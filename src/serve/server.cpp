@@ -24,6 +24,7 @@
 #include "mo/engine/engine.h"
 #include "mo/inspect/inspect.h"
 #include "mo/io/json_file.h"
+#include "mo/model/model_check.h"
 #include "mo/serve/http_server.h"
 
 namespace mo::serve {
@@ -97,9 +98,8 @@ int run_server(const config::ServeConfig& cfg) {
 
   const auto t0 = Clock::now();
   model::ModelFiles files = model::ModelFiles::open(cfg.model_path);
-  if (files.tokenizer_path().empty() && !files.gguf()) throw UsageError(fmt::format("{}: the model has no tokenizer", cfg.model_path));
+  auto tokenizer = model::check_model(files, model::TokenizerUse::required);
   tok::check_chat_template(tok::chat_template_of_model(files.gguf(), files.path()).tmpl, cfg.model_path);  // before the slow part
-  auto tokenizer = files.gguf() ? tok::load_tokenizer_gguf(*files.gguf()) : tok::load_tokenizer_json(files.tokenizer_path());
   engine::Engine engine(engine::bind_weights(files), default_pool(), device);
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
   engine::Backend* gpu = engine.kv_device();

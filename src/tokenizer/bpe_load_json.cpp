@@ -8,6 +8,7 @@
 #include "bpe_tokenizer.h"
 #include "factories.h"
 #include "mo/core/error.h"
+#include "mo/core/strings.h"
 #include "mo/io/json_file.h"
 
 namespace mo::tok {
@@ -141,10 +142,16 @@ std::unique_ptr<Tokenizer> make_bpe_from_json(const json& tj, const json& config
     s.form[id] = form;
     s.special[id] = special;
   };
+  // Two tokens on one id: decoding it could give either, and the model's embedding row means only one.
+  std::vector<bool> named;
   for (const auto& [text, id] : vocab.items()) {
     const auto i = get_as<std::int32_t>(id, "model.vocab." + text, source);
+    if (i >= 0 && static_cast<std::size_t>(i) < named.size() && named[i])
+      throw Error(fmt::format("{}: model.vocab: tokens '{}' and '{}' both have id {}", source, shown_name(s.text[i]), shown_name(text), i));
     s.model_vocab.emplace(text, i);
     place(i, text, BpeSetup::mapped, false);
+    named.resize(s.text.size());
+    named[i] = true;
   }
 
   const json& merges = require(model, "merges", "model.", source);

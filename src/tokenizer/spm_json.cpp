@@ -191,6 +191,11 @@ std::unique_ptr<Tokenizer> make_spm_from_json(const nlohmann::json& tokenizer, c
     cfg.tokens.resize(static_cast<std::size_t>(max_id + 1));
     for (auto& t : cfg.tokens) t.attr = kAttrUnused;  // ids no entry names
     for (const auto& [text, id] : cfg.model_vocab) {
+      // Two tokens on one id: decoding it could give either, and the model's embedding row means only one.
+      if (cfg.tokens[id].attr != kAttrUnused) {
+        const auto [a, b] = std::minmax(std::string_view(cfg.tokens[id].text), std::string_view(text));
+        fail(source, "model.vocab", fmt::format("tokens '{}' and '{}' both have id {}", shown_name(a), shown_name(b), id));
+      }
       cfg.tokens[id].text = text;
       const bool byte = text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>';
       cfg.tokens[id].attr = byte ? kAttrByte : kAttrNormal;

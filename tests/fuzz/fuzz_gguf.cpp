@@ -1,7 +1,8 @@
-// A GGUF model file: metadata, tensor table, tokenizer, hyperparameters and the tensors the engine binds.
+// A GGUF model file: metadata, tensor table, tokenizer, hyperparameters, the model check and the tensors the engine binds.
 #include "fuzz_util.h"
 #include "mo/engine/weights.h"
 #include "mo/io/gguf.h"
+#include "mo/model/model_check.h"
 #include "mo/model/model_files.h"
 #include "mo/tokenizer/chat_template.h"
 #include "mo/tokenizer/tokenizer.h"
@@ -18,6 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   });
   mo::fuzz::refusals_are_errors([&] {
     const auto m = mo::model::ModelFiles::open(path);
+    mo::model::check_model(m, mo::model::TokenizerUse::required);
     mo::engine::bind_weights(m);
   });
   return 0;

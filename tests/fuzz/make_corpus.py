@@ -86,6 +86,7 @@ def gguf_seeds(tmp):
     for name, kw in (("spm_f32.gguf", {}), ("spm_f16.gguf", {"dtype": np.float16}), ("bpe_chatml.gguf", {"bpe": True, "template": chatml})):
         tiny_gguf(tmp / name, **kw)
         put("gguf", name, (tmp / name).read_bytes())
+        put("convert", name, (tmp / name).read_bytes())
 
 
 def safetensors_seeds():

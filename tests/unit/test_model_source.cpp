@@ -127,7 +127,7 @@ TEST(HfConfig, LinearRopeScalingAndUnsupportedKinds) {
     mo::model::shape_from_hf_config(c, "config.json");
     FAIL();
   } catch (const mo::UsageError& e) {
-    EXPECT_EQ(std::string(e.what()), "config.json: rope_scaling type 'yarn' is not supported (supported: linear, llama3)");
+    EXPECT_EQ(std::string(e.what()), "config.json: rope_scaling type 'yarn' is not supported yet (supported: linear, llama3)");
   }
 }
 
@@ -150,6 +150,16 @@ TEST(HfConfig, OutOfRangeHyperparametersNameTheKey) {
       {{{"max_position_embeddings", 4294967295LL}},
        "key 'max_position_embeddings': expected a token count in [1, 16777216], got 4294967295"},
       {{{"max_position_embeddings", 2147483648LL}}, "key 'max_position_embeddings'"},
+      // 0 was served as a default length nobody chose.
+      {{{"max_position_embeddings", 0}}, "key 'max_position_embeddings': expected a token count in [1, 16777216], got 0"},
+      {{{"num_hidden_layers", 0}}, "key 'num_hidden_layers': expected an integer in [1, 65536], got 0"},
+      {{{"hidden_size", 0}}, "key 'hidden_size': expected an integer in [1, 16777216], got 0"},
+      {{{"intermediate_size", 1LL << 40}}, "key 'intermediate_size': expected an integer in [1, 16777216], got 1099511627776"},
+      {{{"num_attention_heads", 0}}, "key 'num_attention_heads': expected an integer in [1, 65536], got 0"},
+      {{{"num_key_value_heads", 3}}, "key 'num_key_value_heads': expected a divisor of 32 (num_attention_heads: 32), got 3"},
+      {{{"head_dim", 7}}, "key 'head_dim': expected an even integer in [2, 65536], got 7"},
+      {{{"num_attention_heads", 4096}, {"num_key_value_heads", 4096}},
+       "key 'hidden_size / num_attention_heads': expected an even integer in [2, 65536], got 1"},
       {{{"rms_norm_eps", 0.0}}, "key 'rms_norm_eps': expected a number in (0, 1), got 0"},
       {{{"rms_norm_eps", -1e-5}}, "key 'rms_norm_eps'"},
       {{{"rope_theta", 1.8446744073709552e19}}, "key 'rope_theta': expected a number in (1, 1e12]"},

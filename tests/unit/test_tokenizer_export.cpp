@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "mo/core/error.h"
@@ -115,6 +118,91 @@ TEST(TokenizerExport, SpmMergesAreOrderedByScoreThenLongerLeftPart) {
   EXPECT_EQ(hf.tokenizer_json["model"]["vocab"]["abc"], 8);
   EXPECT_EQ(hf.tokenizer_json["model"]["unk_token"], "<unk>");
   EXPECT_TRUE(hf.tokenizer_json["model"]["byte_fallback"].get<bool>());
+}
+
+// transformers' generate_merges as it is written: every split of every token, both halves looked up.
+json reference_spm_merges(const std::vector<std::string>& tokens, const std::vector<float>& scores) {
+  std::map<std::string, std::size_t> id;
+  for (std::size_t i = tokens.size(); i-- > 0;) id[tokens[i]] = i;
+  struct M {
+    std::size_t l, r;
+    float score;
+    std::size_t lc, rc;
+  };
+  std::vector<M> all;
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    std::vector<std::size_t> starts;  // character starts; bytes 10xxxxxx continue a character
+    for (std::size_t i = 0; i < tokens[t].size(); ++i)
+      if ((static_cast<unsigned char>(tokens[t][i]) & 0xC0) != 0x80) starts.push_back(i);
+    std::vector<M> local;
+    for (std::size_t k = 1; k < starts.size(); ++k) {
+      const auto l = id.find(tokens[t].substr(0, starts[k])), r = id.find(tokens[t].substr(starts[k]));
+      if (l != id.end() && r != id.end()) local.push_back({l->second, r->second, scores[t], k, starts.size() - k});
+    }
+    std::sort(local.begin(), local.end(), [](const M& a, const M& b) { return std::tie(a.l, a.r) < std::tie(b.l, b.r); });
+    all.insert(all.end(), local.begin(), local.end());
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const M& a, const M& b) { return std::tie(b.score, b.lc, b.rc) < std::tie(a.score, a.lc, a.rc); });
+  json out = json::array();
+  for (const M& m : all) out.push_back(json::array({tokens[m.l], tokens[m.r]}));
+  return out;
+}
+
+KeyValues spm_vocab(const std::vector<std::string>& tokens, const std::vector<float>& scores) {
+  std::vector<std::int32_t> types(tokens.size(), 1);
+  types[0] = 2;
+  return {{"tokenizer.ggml.model", Value::str("llama")},
+          {"tokenizer.ggml.tokens", Value::array_of_strings(tokens)},
+          {"tokenizer.ggml.scores", Value::array_of_f32(scores)},
+          {"tokenizer.ggml.token_type", Value::array_of_i32(types)},
+          {"tokenizer.ggml.unknown_token_id", Value::u32(0)}};
+}
+
+TEST(TokenizerExport, SpmMergesAreEverySplitOfEveryTokenAsTransformersListsThem) {
+  // Random vocabularies of short pieces over ASCII, a two-byte character and stray continuation bytes,
+  // with few distinct scores so the order of ties is tested too.
+  const std::vector<std::string> pieces = {"a", "b", "ab", "\xc3\xa9", kSp, "\x80", "ba"};
+  std::uint64_t seed = 7;
+  auto next = [&](std::uint64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (seed >> 33) % n;
+  };
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::string> tokens = {"<unk>"};
+    std::vector<float> scores = {0};
+    std::set<std::string> seen = {"<unk>"};
+    while (tokens.size() < 120) {
+      std::string t;
+      for (std::uint64_t n = 1 + next(4); n > 0; --n) t += pieces[next(pieces.size())];
+      if (!seen.insert(t).second) continue;
+      tokens.push_back(t);
+      scores.push_back(-static_cast<float>(next(6)));
+    }
+    const auto hf = mo::tok::hf_tokenizer_from_gguf(vocab_file(spm_vocab(tokens, scores)));
+    const json want = reference_spm_merges(tokens, scores);
+    ASSERT_GT(want.size(), 50u);
+    ASSERT_EQ(hf.tokenizer_json["model"]["merges"], want) << "round " << round;
+  }
+}
+
+TEST(TokenizerExport, SpmMergesOfAOneMegabyteTokenTakeLinearTime) {
+  // Hashing both halves of every split of a 1 MB token reads 10^12 bytes: minutes in convert and quantize.
+  const std::string big(1'000'000, 'a'), almost(999'999, 'a');
+  std::vector<std::string> tokens = {"<unk>", "a", "aa", big, almost};
+  std::vector<float> scores = {0, -1, -2, -3, -4};
+  // A real vocabulary's size: small hash maps are searched by comparing lengths, which hides the cost.
+  for (int i = 0; i < 500; ++i) {
+    tokens.push_back("b" + std::to_string(i));
+    scores.push_back(-5.0f - static_cast<float>(i));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto hf = mo::tok::hf_tokenizer_from_gguf(vocab_file(spm_vocab(tokens, scores)));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // "aa" (-2) splits once; the big token (-3) twice, the longer left part first.
+  EXPECT_EQ(hf.tokenizer_json["model"]["merges"],
+            json::array({json::array({"a", "a"}), json::array({almost, "a"}), json::array({"a", almost})}));
+  EXPECT_LT(seconds, 5.0);
 }
 
 TEST(TokenizerExport, SpmLayoutMatchesLlamaConverterLegacy) {

@@ -21,5 +21,8 @@ std::vector<std::string> split_trimmed(std::string_view text, char sep = ',');
 std::string format_bytes(double bytes);
 // Thousands separators: 524288 -> "524,288".
 std::string format_count(long long n);
+// A name from a file (key, tensor, token) as it appears in messages: control bytes escaped (a corrupt
+// name may hold NULs, which would cut what() short) and long names shortened ("xxx... (1000000 bytes)").
+std::string shown_name(std::string_view name);
 
 }  // namespace mo

@@ -75,10 +75,15 @@ std::vector<WeightTensor> tensors_from_hparams(const Hparams& hp);
 // The file keys the hyperparameters came from, for error messages ("llama.context_length" or
 // "max_position_embeddings").
 struct HparamKeys {
+  std::string vocab_size, hidden_size, intermediate_size, num_layers, num_heads, num_kv_heads, head_dim;
   std::string context_length, rms_norm_eps, rope_theta, bos_token_id, eos_token_id;
   std::string rope_scaling;  // the prefix of its keys: "rope_scaling" (config.json) or "llama.rope.scaling" (GGUF)
 };
 inline constexpr std::int64_t kMaxContextLength = std::int64_t{1} << 24;  // 16M tokens: more than any model ships
+// Vocabulary, hidden, FFN and head sizes: 16M, far above any model, low enough that products of two fit
+// 64 bits. Layers and heads: 65536.
+inline constexpr std::int64_t kMaxWidth = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxCount = std::int64_t{1} << 16;
 // Every number a file gives that later becomes a size, a divisor or a float parameter, checked with its
 // range: throws UsageError "<src>: key '<key>': expected ..., got ...".
 void validate_hparams(const Hparams& hp, const std::string& src, const HparamKeys& keys);

@@ -14,6 +14,10 @@ namespace mo::model {
 std::optional<std::string> hf_to_gguf_name(std::string_view hf);
 std::optional<std::string> gguf_to_hf_name(std::string_view gguf);
 
+// The decoder layer a tensor belongs to: N in "blk.N." (GGUF) or "model.layers.N." (HF); nullopt for
+// tensors outside the layers. Numbers past INT32_MAX read as INT32_MAX, never as a small layer.
+std::optional<std::int64_t> layer_index(std::string_view name);
+
 // True for the tensors whose rows the permutation applies to (q and k weights and biases).
 bool is_qk_tensor(std::string_view gguf_name);
 
