@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <nlohmann/json.hpp>
 
@@ -91,11 +92,22 @@ void StreamAccounting::feed(std::string_view bytes, Clock::time_point t) {
   std::size_t pos = 0;
   for (;;) {
     // A line ends in CRLF, LF or CR alone (the SSE spec allows all three).
-    const auto end = line_buf_.find_first_of("\r\n", pos);
-    if (end == std::string::npos) break;
+    const char* base = line_buf_.data();
+    const char* from = base + std::max(pos, scanned_);
+    const char* stop = base + line_buf_.size();
+    const char* nl = static_cast<const char*>(std::memchr(from, '\n', static_cast<std::size_t>(stop - from)));
+    const char* cr = static_cast<const char*>(std::memchr(from, '\r', static_cast<std::size_t>((nl ? nl : stop) - from)));
+    if (!nl && !cr) {
+      scanned_ = line_buf_.size();
+      break;
+    }
+    const std::size_t end = static_cast<std::size_t>((cr ? cr : nl) - base);
     std::size_t next = end + 1;
     if (line_buf_[end] == '\r') {
-      if (next == line_buf_.size()) break;  // its LF may be in the next piece
+      if (next == line_buf_.size()) {  // its LF may be in the next piece
+        scanned_ = end;
+        break;
+      }
       if (line_buf_[next] == '\n') ++next;
     }
     std::string line = line_buf_.substr(pos, end - pos);
@@ -118,6 +130,7 @@ void StreamAccounting::feed(std::string_view bytes, Clock::time_point t) {
     }
   }
   line_buf_.erase(0, pos);
+  scanned_ = scanned_ > pos ? scanned_ - pos : 0;
 }
 
 void StreamAccounting::on_event(const std::string& data, Clock::time_point t) {

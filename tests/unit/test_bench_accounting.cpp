@@ -141,6 +141,21 @@ TEST(BenchAccounting, CrOnlyLineEndingsAndACrLfSplitAcrossReads) {
   EXPECT_EQ(sb.chunks, 2);
 }
 
+// A line longer than any read (a keep-alive comment of 1 MiB here; 40 MiB in the hostile-server test) is
+// found once its end arrives, whatever pieces it came in: each byte is looked at once, not once per read.
+TEST(BenchAccounting, ALongLineSplitOverManyReadsEndsWhereItsLineBreakIs) {
+  const auto t0 = Clock::now();
+  StreamAccounting a(t0);
+  const std::string comment = ":" + std::string(1 << 20, 'x');
+  for (std::size_t i = 0; i < comment.size(); i += 4096) a.feed(std::string_view(comment).substr(i, 4096), t0);
+  a.feed("\r", t0);  // the CR of a CRLF whose LF comes with the next read
+  a.feed("\n\r\n" + completion_event(" z", "stop") + "data: [DONE]\n\n", t0 + ms(5));
+  RequestSample s;
+  a.finish(s, t0 + ms(10), 0);
+  ASSERT_TRUE(s.ok) << s.error;
+  EXPECT_EQ(s.chunks, 1);
+}
+
 // Text streamed with usage.completion_tokens 0 (or fewer tokens than chunks with text) is not a success with
 // 0 tokens: the chunks are counted, marked as estimated.
 TEST(BenchAccounting, UsageThatDeniesTheStreamedTextIsNotTrusted) {

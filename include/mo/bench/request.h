@@ -54,6 +54,7 @@ class StreamAccounting {
   };
   Clock::time_point sent_;
   std::string line_buf_, data_;
+  std::size_t scanned_ = 0;  // bytes of line_buf_ known to hold no line end (a long line is scanned once)
   std::vector<Chunk> chunks_;
   long long prompt_tokens_ = -1, completion_tokens_ = -1;
   bool done_ = false, finish_reason_seen_ = false, any_event_ = false;
