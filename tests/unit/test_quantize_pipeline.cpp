@@ -170,7 +170,12 @@ TEST(QuantizePipeline, AFailedRunLeavesNoOutput) {
   const fs::path bad = t.path / "bad.jsonl";
   std::ofstream(bad) << "{\"text\": \"fine\"}\nnot json\n";
   QuantizeOptions c = stories_config(Method::awq, t.path / "out", bad.string());
-  EXPECT_THROW(mo::quant::quantize_model(c), mo::Error);
+  try {
+    mo::quant::quantize_model(c);
+    FAIL() << "a calibration file with a broken line must be refused";
+  } catch (const mo::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(bad.string() + ":2: invalid JSON"), std::string::npos) << e.what();
+  }
   EXPECT_FALSE(fs::exists(t.path / "out"));
   for (const auto& e : fs::directory_iterator(t.path)) EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
 }
