@@ -160,7 +160,10 @@ TEST(Cli, CompareFormatsPrintsARowPerFormat) {
 
 TEST(Cli, BooleanFlagsTakeNegation) {
   std::string cfg = temp_yaml("json.yaml", "json: true\n");
-  EXPECT_NO_THROW(nlohmann::json::parse(run("budget --config " + cfg).out));
+  const auto from_file = run("budget --config " + cfg);
+  EXPECT_EQ(from_file.code, 0) << from_file.err;
+  EXPECT_EQ(from_file.out, run("budget --json").out);  // `json: true` is the --json flag
+  EXPECT_TRUE(nlohmann::json::parse(from_file.out).contains("settings")) << from_file.out;
   EXPECT_TRUE(has(run("budget --config " + cfg + " --no-json").out, "component"));
   std::filesystem::remove(cfg);
 }

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "mo/convert/convert.h"
 #include "mo/core/error.h"
@@ -17,6 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kStories = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
 
 class ConvertTest : public ::testing::Test {
  protected:
@@ -125,10 +132,18 @@ TEST_F(ConvertTest, NeverOverwritesWhatTheUserHad) {
   EXPECT_THROW(mo::convert::convert_model(kStories, mine.string(), force), mo::UsageError);
   EXPECT_TRUE(fs::exists(mine / "notes.txt"));
 
-  // An earlier output of ours may be replaced with --force.
-  const std::string hf = (dir_ / "hf").string();
-  mo::convert::convert_model(kStories, hf, {});
-  EXPECT_NO_THROW(mo::convert::convert_model(kStories, hf, force));
+  // An earlier output of ours may be replaced with --force: an F16 copy becomes what a fresh F32 run writes.
+  const std::string hf = (dir_ / "hf").string(), fresh = (dir_ / "fresh").string();
+  mo::convert::ConvertOptions f16;
+  f16.dtype = "f16";
+  mo::convert::convert_model(kStories, hf, f16);
+  ASSERT_EQ(mo::io::read_json((fs::path(hf) / "config.json").string())["torch_dtype"], "float16");
+  mo::convert::convert_model(kStories, hf, force);
+  mo::convert::convert_model(kStories, fresh, {});
+  EXPECT_EQ(mo::io::read_json((fs::path(hf) / "config.json").string())["torch_dtype"], "float32");
+  const auto replaced = mo::model::ModelFiles::open(hf);
+  for (const auto& t : replaced.tensors()) EXPECT_EQ(t.dtype, "f32") << t.file_name;
+  EXPECT_EQ(slurp(fs::path(hf) / "model.safetensors"), slurp(fs::path(fresh) / "model.safetensors"));
   // ... but never the input, even with --force.
   EXPECT_THROW(mo::convert::convert_model(hf, hf, force), mo::UsageError);
   EXPECT_THROW(mo::convert::convert_model(hf, (fs::path(hf) / "inside.gguf").string(), force), mo::UsageError);

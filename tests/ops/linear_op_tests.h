@@ -1,7 +1,8 @@
 #pragma once
 // Op tests of the linear kernels (f16, GGUF blocks, AWQ, GPTQ), written once for every backend.
-// Expected values come from independent host math: mo::formats::QuantizedLinear::dequantize() for AWQ/GPTQ (packed
-// with mo::formats::pack_awq / mo::formats::pack_gptq), gguf::dequantize_row for the GGUF kinds, times x in double.
+// Expected values are host products in double of x with: for AWQ/GPTQ, tensors packed and weights computed in
+// spec_int_layouts.h from the format description (not with the library's packers or dequantize()); for the
+// GGUF kinds, gguf::dequantize_row (checked against llama.cpp's gguf package by tests/python/test_gguf_reference.py).
 // Token counts cover the fused GEMV (n <= 8) and the dequantize + GEMM (n > 8) paths of the CUDA backend;
 // shapes cover partial tiles, several K chunks / split-K blocks, and every group layout.
 #include <algorithm>
@@ -13,8 +14,8 @@
 #include "mo/formats/ggml_types.h"
 #include "mo/io/gguf_dequant.h"
 #include "mo/quant/gguf_quantize.h"
-#include "mo/formats/pack.h"
 #include "mo/formats/quantized_linear.h"
+#include "spec_int_layouts.h"
 
 namespace mo::test {
 
@@ -75,17 +76,17 @@ class LinearOps : public mo::test::BackendTest<Tag> {
     return this->template to_host<float>(dy, static_cast<std::size_t>(n * L.rows));
   }
 
-  // AWQ layout of q on the device, checked against q.dequantize() for every token count.
+  // AWQ layout of q on the device, checked against q's weights for every token count.
   void check_awq(const mo::formats::QuantizedLinear& q, std::size_t weight_offset, const std::string& what) {
-    const auto t = mo::formats::pack_awq(q);
-    const auto w = q.dequantize();
+    const auto t = mo::test::spec::pack_awq(q);
+    const auto w = mo::test::spec::weights(q);
     auto dw = this->zeros(t.qweight.size() * 4 + weight_offset);
     this->backend().upload(dw.template as<char>() + weight_offset, t.qweight.data(), t.qweight.size() * 4);
     auto dz = this->to_device(t.qzeros), ds = this->to_device(t.scales);
     mo::engine::DeviceLinear L;
     L.kind = mo::engine::LinearKind::awq, L.rows = q.rows, L.cols = q.cols, L.weight = dw.template as<char>() + weight_offset;
     L.qzeros = dz.template as<std::int32_t>(), L.scales = ds.template as<std::uint16_t>(), L.bits = 4;
-    L.group_size = t.group_size, L.groups = q.cols / t.group_size;
+    L.group_size = t.group_size, L.groups = t.groups;
     for (std::int64_t n : mo::test::kLinearTokenCounts) {
       const auto x = this->random_floats(static_cast<std::size_t>(n * q.cols));
       mo::test::expect_linear_near(run(L, x, n), x, w, n, q.rows, q.cols, mo::test::kQuantRelTol, mo::test::kQuantAbsTol,
@@ -96,8 +97,8 @@ class LinearOps : public mo::test::BackendTest<Tag> {
 
   // GPTQ layout of q (v1: zero-1 stored) on the device; g_idx passed only for act-order.
   void check_gptq(const mo::formats::QuantizedLinear& q, bool v1, bool pass_g_idx, std::size_t weight_offset, const std::string& what) {
-    const auto t = mo::formats::pack_gptq(q, v1);
-    const auto w = q.dequantize();
+    const auto t = mo::test::spec::pack_gptq(q, v1);
+    const auto w = mo::test::spec::weights(q);
     auto dw = this->zeros(t.qweight.size() * 4 + weight_offset);
     this->backend().upload(dw.template as<char>() + weight_offset, t.qweight.data(), t.qweight.size() * 4);
     auto dz = this->to_device(t.qzeros), ds = this->to_device(t.scales), dg = this->to_device(t.g_idx);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "mo/budget/budget.h"
@@ -7,6 +8,9 @@
 #include "mo/budget/printer.h"
 #include "mo/budget/quant_job.h"
 #include "mo/core/error.h"
+#include "mo/quant/quantize.h"
+#include "heap_counter.h"
+#include "quant_test_support.h"
 
 namespace {
 
@@ -160,35 +164,62 @@ TEST(Budget, JsonHasTheTableFigures) {
 
 namespace {
 
-// The quantize job's memory, term by term, on Llama-2-7B's shape (hidden 4096, ffn 11008, 32 heads).
-TEST(BudgetQuantJob, Llama2_7bGptqTermsFollowTheShape) {
+// The memory quantize prints (and refuses a job by) must hold what the job then allocates. Measured in this
+// process: the peak of the heap during a GPTQ run on stories260K above what was in use before it, which also
+// takes in the tokenizer, the calibration text and the writer. It must be at least half the estimate too: an
+// estimate many times too large refuses jobs that fit.
+TEST(BudgetQuantJob, TheEstimateHoldsWhatAGptqRunAllocates) {
+  if (!std::filesystem::exists(quant_test::kStories)) GTEST_SKIP() << quant_test::kStories << " not found";
+  if (!mo::test::heap_counting()) GTEST_SKIP() << "heap counting is off under sanitizers";
+  quant_test::TempDir t;
+  mo::quant::QuantizeOptions o = quant_test::stories_config(mo::quant::Method::gptq, t.path / "out", "general");
+  o.num_samples = 256;  // 32768 tokens: their hidden states are the largest term
+  o.max_seq_len = 128;
+  mo::budget::QuantJobRequest r;
+  r.hp = mo::model::load_model_shape(quant_test::kStories).hp;
+  r.method = "gptq";
+  r.samples = o.num_samples;
+  r.seq_len = o.max_seq_len;
+  const double estimate = static_cast<double>(mo::budget::quant_job_memory(r).host());
+  const std::int64_t before = mo::test::heap_in_use();
+  mo::test::reset_heap_peak();
+  mo::quant::quantize_model(o);
+  const double used = static_cast<double>(mo::test::heap_peak() - before);
+  std::printf("GPTQ %lld x %lld on stories260K: %.2f MiB allocated at the peak, %.2f MiB estimated\n",
+              static_cast<long long>(o.num_samples), static_cast<long long>(o.max_seq_len), used / 1048576, estimate / 1048576);
+  EXPECT_LE(used, estimate);
+  EXPECT_GE(used, 0.5 * estimate);
+}
+
+// How the quantize job's memory moves with its settings, on Llama-2-7B's shape.
+TEST(BudgetQuantJob, GptqGrowsWithEverySampleAwqOnlyUpToItsCaptures) {
   mo::budget::QuantJobRequest r;
   r.hp = mo::model::load_model_shape("llama-2-7b").hp;
+  r.seq_len = 512;
+  auto host = [&](const char* method, std::int64_t samples) {
+    r.method = method;
+    r.samples = samples;
+    return mo::budget::quant_job_memory(r).host();
+  };
+  // GPTQ keeps every calibration token's hidden state (4096 floats) to the end of each layer.
+  EXPECT_EQ(host("gptq", 200) - host("gptq", 100), 100ull * 512 * 4096 * 4);
+  // AWQ and the sensitivity check run only the samples their 4096 captured tokens come from.
+  EXPECT_EQ(host("awq", 1000), host("awq", 100));
+  EXPECT_LT(host("awq", 128), host("gptq", 128));
+  EXPECT_LT(host("rtn", 128), host("awq", 128));
+  r.sensitivity_check = false;
+  EXPECT_EQ(host("rtn", 128), host("rtn", 1));  // nothing calibrated: the samples are never read
+
+  // --device cuda: the hidden states and GPTQ's solve move to the GPU; the host keeps the captures and the layer.
+  r.sensitivity_check = true;
   r.method = "gptq";
   r.samples = 128;
-  r.seq_len = 512;
-  const auto m = mo::budget::quant_job_memory(r);
-  EXPECT_EQ(m.hidden, 128ull * 512 * 4096 * 4);  // every calibration token's hidden state
-  EXPECT_EQ(m.captures, 4096ull * (4096 + 4096 + 4096 + 11008) * 4);
-  const std::uint64_t layer = (4ull * 4096 * 4096 + 3ull * 4096 * 11008) * 4;
-  EXPECT_EQ(m.layer, layer * 2);                                       // f32, read and written
-  EXPECT_EQ(m.hessians, 11008ull * 11008 * 36 + 4096ull * 11008 * 8);  // down_proj's input is the widest
-  // The sensitivity check's largest product: gate/up (x [4096, 4096], W and Wq [11008, 4096], y and yq [4096, 11008]).
-  EXPECT_EQ(m.scoring, (4096ull * 4096 + 2 * 11008ull * 4096 + 2 * 4096ull * 11008) * 4);
-  EXPECT_EQ(m.host(), m.hidden + m.captures + m.layer + m.hessians + m.scoring);
-  EXPECT_EQ(m.gpu(), 0u);
-  r.on_gpu = true;  // hidden states, a copy of the layer, the solve's working set and the scoring move to the GPU
-  const auto g = mo::budget::quant_job_memory(r);
-  // ... and one sample's block activations: x, q, attention, gate/up, the [512, 512] attention weights; f16 K/V.
-  const std::uint64_t block = 512ull * (4096 + 2 * 4096 + 2 * 11008 + 512) * 4 + 512ull * 4096 * 4;
-  EXPECT_EQ(g.gpu(), m.hidden + layer + block + 11008ull * 11008 * 20 + 4096ull * 11008 * 4 + m.scoring);
-  EXPECT_EQ(g.host(), m.captures + m.layer + 11008ull * 11008 * 16 + 4096ull * 11008 * 4);
-  // AWQ keeps only the samples its captures read, and no Hessian.
-  r.method = "awq";
-  r.on_gpu = false;
-  const auto a = mo::budget::quant_job_memory(r);
-  EXPECT_EQ(a.hidden, (4096ull + 512) * 4096 * 4);
-  EXPECT_EQ(a.hessians, 0u);
+  const auto cpu = mo::budget::quant_job_memory(r);
+  r.on_gpu = true;
+  const auto gpu = mo::budget::quant_job_memory(r);
+  EXPECT_EQ(cpu.gpu(), 0u);
+  EXPECT_LT(gpu.host(), cpu.host() - cpu.hidden);
+  EXPECT_GE(gpu.gpu(), cpu.hidden);
 }
 
 TEST(BudgetQuantJob, MaxSamplesThatFitIsTheLargestThatFits) {

@@ -54,14 +54,21 @@ TEST(GgufMix, RowsNotDivisibleByTheBlockFallBack) {
   EXPECT_EQ(type_name(gguf_tensor_type("q6_k", tensor(smol, "blk.3.attn_k.weight"), smol.hp)), "q8_0");
 }
 
-TEST(WeightFormats, AwqInt4CostsFourBitsPlusScalesAndZerosPerGroup) {
-  auto s = preset("llama-2-7b");
-  auto w = weight_totals(s, "awq-int4");
-  const auto& q = tensor(s, "blk.0.attn_q.weight");  // 4096 x 4096, group 128
-  std::uint64_t expect_q = q.rows * q.cols / 2 + (q.cols / 128) * q.rows * 2 + (q.cols / 128) * q.rows / 2;
-  EXPECT_DOUBLE_EQ(8.0 * expect_q / q.n_elements(), 4.15625);
-  // Embeddings and lm_head stay fp16, as AutoAWQ checkpoints keep them.
-  EXPECT_EQ(w.by_type.at("fp16"), 2ull * (2 * 32000 * 4096 + 65 * 4096));
+// The sum over the tensors an AutoAWQ GEMM checkpoint of Llama-2-7B holds, from the architecture alone:
+// per linear [out, in], qweight int32 [in, out/8], qzeros int32 [in/128, out/8], scales f16 [in/128, out];
+// embeddings, lm_head and the 65 norms in fp16. That is 3.889 GB, as TheBloke/Llama-2-7B-AWQ's 3.89 GB.
+TEST(WeightFormats, AwqInt4IsTheSumOfTheAutoAwqCheckpointTensors) {
+  const std::uint64_t hidden = 4096, ffn = 11008, layers = 32, vocab = 32000, group = 128;
+  auto awq_bytes = [&](std::uint64_t out, std::uint64_t in) {
+    return in * (out / 8) * 4 + (in / group) * (out / 8) * 4 + (in / group) * out * 2;
+  };
+  const std::uint64_t per_layer = 4 * awq_bytes(hidden, hidden) + 2 * awq_bytes(ffn, hidden) + awq_bytes(hidden, ffn);
+  const std::uint64_t fp16 = 2 * (2 * vocab * hidden + (2 * layers + 1) * hidden);
+  const auto w = weight_totals(preset("llama-2-7b"), "awq-int4");
+  EXPECT_EQ(w.bytes, layers * per_layer + fp16);
+  EXPECT_EQ(w.by_type.at("fp16"), fp16);
+  EXPECT_EQ(w.params, 6738415616u);  // Llama-2-7B's published parameter count
+  EXPECT_NEAR(w.bytes / 1e9, 3.89, 0.005);
   EXPECT_TRUE(w.notes.empty());
 }
 

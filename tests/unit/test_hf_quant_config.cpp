@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "mo/core/error.h"
 #include "mo/formats/hf_quant_config.h"
@@ -70,17 +71,55 @@ TEST(HfQuantConfig, WritesCompressedTensorsFp8) {
   EXPECT_TRUE(t["config_groups"]["group_0"]["input_activations"].is_null());
 }
 
-TEST(HfQuantConfig, ParsesWhatItWrites) {
-  const auto awq = parse_quantization_config(awq_quantization_config({64, {"mlp"}}));
-  EXPECT_EQ(awq.describe(), "awq 4-bit g64 gemm");
-  EXPECT_FALSE(awq.module("model.layers.0.mlp.up_proj").quantized);
-  EXPECT_FALSE(awq.module("lm_head").quantized);
-  EXPECT_EQ(awq.module("model.layers.0.self_attn.q_proj").group_size, 64);
+// The parser against configs as the quantizers people use write them, typed here from their sources:
+// Transformers' AwqConfig.to_dict() for an AutoAWQ checkpoint (extra keys included), AutoAWQ's own spelling
+// (w_bit, q_group_size, "GEMM"), and llm-compressor's FP8_DYNAMIC scheme with a regex ignore. Modules are
+// matched as Transformers and vLLM match them: modules_to_not_convert by substring, compressed-tensors'
+// "re:" targets by re.match. Our writers' output must then read exactly as those do.
+TEST(HfQuantConfig, ReadsConfigsAsTheQuantizersWriteThemAndOursAlike) {
+  const std::vector<std::string> modules = {"model.layers.0.self_attn.q_proj", "model.layers.0.mlp.up_proj",
+                                            "model.layers.3.mlp.down_proj",    "model.layers.1.mlp.gate",
+                                            "model.layers.1.mlp.gate_proj",    "lm_head"};
+  auto expect_same = [&](const HfQuantConfig& a, const HfQuantConfig& b, const char* what) {
+    EXPECT_EQ(a.describe(), b.describe()) << what;
+    for (const auto& m : modules) {
+      EXPECT_EQ(a.module(m).quantized, b.module(m).quantized) << what << ": " << m;
+      EXPECT_EQ(a.module(m).bits, b.module(m).bits) << what << ": " << m;
+      EXPECT_EQ(a.module(m).group_size, b.module(m).group_size) << what << ": " << m;
+    }
+  };
 
-  const auto fp8 = parse_quantization_config(fp8_quantization_config({}));
-  EXPECT_EQ(fp8.describe(), "fp8 e4m3 per-channel (dynamic per-token activations)");
-  EXPECT_TRUE(fp8.module("model.layers.3.mlp.down_proj").quantized);
-  EXPECT_FALSE(fp8.module("lm_head").quantized);
+  const auto transformers = parse_quantization_config(json::parse(R"({"backend": "autoawq", "bits": 4, "do_fuse": false,
+      "exllama_config": null, "fuse_max_seq_len": null, "group_size": 64, "modules_to_fuse": null,
+      "modules_to_not_convert": ["mlp"], "quant_method": "awq", "version": "gemm", "zero_point": true})"));
+  EXPECT_EQ(transformers.describe(), "awq 4-bit g64 gemm");
+  EXPECT_TRUE(transformers.module("model.layers.0.self_attn.q_proj").quantized);
+  EXPECT_EQ(transformers.module("model.layers.0.self_attn.q_proj").bits, 4);
+  EXPECT_EQ(transformers.module("model.layers.0.self_attn.q_proj").group_size, 64);
+  EXPECT_FALSE(transformers.module("model.layers.0.mlp.up_proj").quantized);  // "mlp" is a substring of the name
+  EXPECT_FALSE(transformers.module("lm_head").quantized);                     // AWQ never quantizes the LM head
+  const auto autoawq = parse_quantization_config(
+      json::parse(R"({"quant_method": "awq", "zero_point": true, "q_group_size": 64, "w_bit": 4, "version": "GEMM",
+      "modules_to_not_convert": ["mlp"]})"));
+  expect_same(transformers, autoawq, "AutoAWQ's spelling");
+  expect_same(transformers, parse_quantization_config(awq_quantization_config({64, {"mlp"}})), "our AWQ config");
+
+  const auto llm_compressor = parse_quantization_config(json::parse(R"({"config_groups": {"group_0": {
+      "input_activations": {"actorder": null, "block_structure": null, "dynamic": true, "group_size": null, "num_bits": 8,
+        "observer": null, "observer_kwargs": {}, "strategy": "token", "symmetric": true, "type": "float"},
+      "output_activations": null, "targets": ["Linear"],
+      "weights": {"actorder": null, "block_structure": null, "dynamic": false, "group_size": null, "num_bits": 8,
+        "observer": "minmax", "observer_kwargs": {}, "strategy": "channel", "symmetric": true, "type": "float"}}},
+      "format": "float-quantized", "global_compression_ratio": 1.24, "ignore": ["lm_head", "re:.*mlp.gate$"],
+      "kv_cache_scheme": null, "quant_method": "compressed-tensors", "quantization_status": "compressed"})"));
+  EXPECT_EQ(llm_compressor.describe(), "fp8 e4m3 per-channel (dynamic per-token activations)");
+  EXPECT_TRUE(llm_compressor.module("model.layers.3.mlp.down_proj").quantized);
+  EXPECT_TRUE(llm_compressor.module("model.layers.1.mlp.gate_proj").quantized);  // the regex ends at "gate"
+  EXPECT_FALSE(llm_compressor.module("model.layers.1.mlp.gate").quantized);
+  EXPECT_FALSE(llm_compressor.module("lm_head").quantized);
+  Fp8ConfigOptions o;
+  o.ignore = {"lm_head", "re:.*mlp.gate$"};
+  expect_same(llm_compressor, parse_quantization_config(fp8_quantization_config(o)), "our FP8 config");
 }
 
 TEST(HfQuantConfig, GptqDynamicRulesApplyFirstMatchInFileOrder) {

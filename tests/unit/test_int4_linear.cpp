@@ -1,8 +1,8 @@
 // AWQ / GPTQ INT4 linears on the CPU as Q4Z blocks (src/engine/cpu/q4z.h): the tile kernels at every
 // level this CPU has against a double-precision dot of the exactly dequantized weights with the
 // dequantized 8-bit activations; bit-identical results whatever the tile shape; and tiny checkpoints
-// (AWQ interleaved packing, GPTQ v1 / v2 zeros, act-order g_idx, per-channel groups) loaded into Q4Z
-// whose rows decode to the checkpoint's exact weights.
+// (AWQ interleaved packing, GPTQ v1 / v2 zeros, act-order g_idx, per-channel groups), packed in the test from
+// the format description (../ops/spec_int_layouts.h), loaded into Q4Z whose rows decode to the exact weights.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -27,7 +27,7 @@
 #include "mo/engine/weights.h"
 #include "mo/io/safetensors.h"
 #include "mo/model/model_files.h"
-#include "mo/formats/pack.h"
+#include "../ops/spec_int_layouts.h"
 
 namespace formats = mo::formats;
 
@@ -193,12 +193,12 @@ Checkpoint write_checkpoint(const fs::path& dir, const Scheme& s) {
     const std::string m = "model.layers.0." + hf;
     auto q = random_linear(rows, cols, s, rng);
     if (s.method == "awq") {
-      auto p = formats::pack_awq(q);
+      auto p = mo::test::spec::pack_awq(q);
       t.push_back(td(m + ".qweight", mo::st::Dtype::I32, {cols, rows / 8}, ints.emplace_back(std::move(p.qweight))));
-      t.push_back(td(m + ".qzeros", mo::st::Dtype::I32, {p.in / p.group_size, rows / 8}, ints.emplace_back(std::move(p.qzeros))));
-      t.push_back(td(m + ".scales", mo::st::Dtype::F16, {p.in / p.group_size, rows}, halves.emplace_back(std::move(p.scales))));
+      t.push_back(td(m + ".qzeros", mo::st::Dtype::I32, {p.groups, rows / 8}, ints.emplace_back(std::move(p.qzeros))));
+      t.push_back(td(m + ".scales", mo::st::Dtype::F16, {p.groups, rows}, halves.emplace_back(std::move(p.scales))));
     } else {
-      auto p = formats::pack_gptq(q, !s.v2);
+      auto p = mo::test::spec::pack_gptq(q, !s.v2);
       t.push_back(td(m + ".qweight", mo::st::Dtype::I32, {cols / 8, rows}, ints.emplace_back(std::move(p.qweight))));
       t.push_back(td(m + ".qzeros", mo::st::Dtype::I32, {p.groups, rows / 8}, ints.emplace_back(std::move(p.qzeros))));
       t.push_back(td(m + ".scales", mo::st::Dtype::F16, {p.groups, rows}, halves.emplace_back(std::move(p.scales))));
@@ -261,7 +261,7 @@ void check_checkpoint(const Scheme& s, std::uint32_t want_type) {
     const mo::engine::Matrix& m = matrix(w, base);
     ASSERT_EQ(m.type, want_type) << base;
     EXPECT_EQ(static_cast<bool>(m.in_perm), want_type == mo::engine::kQ4zType && s.act_order) << base;
-    const auto exact = q.dequantize();
+    const auto exact = mo::test::spec::weights(q);
     std::vector<float> row(static_cast<std::size_t>(m.cols));
     for (std::int64_t r = 0; r < m.rows; ++r) {
       mo::ops::matrix_row(m, r, row.data());
@@ -282,7 +282,7 @@ void check_checkpoint(const Scheme& s, std::uint32_t want_type) {
         for (std::int64_t i = 0; i < cols; ++i) {
           const std::int64_t c = m.in_perm ? (*m.in_perm)[i] : i;
           const BlockQ8& b = xq[t * cols / 32 + i / 32];
-          const double p = static_cast<double>(q.weight(r, c)) * (static_cast<double>(b.d) * b.qs[i % 32]);
+          const double p = static_cast<double>(exact[r * cols + c]) * (static_cast<double>(b.d) * b.qs[i % 32]);
           ref += p, mag += std::fabs(p);
         }
         EXPECT_NEAR(y[t * m.rows + r], ref, 1e-5 * mag + 1e-30) << base << " row " << r << " token " << t;

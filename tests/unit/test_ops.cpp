@@ -9,7 +9,17 @@ namespace {
 
 TEST(Device, ParsesNamesAndRejectsOthers) {
   EXPECT_EQ(mo::parse_device("cpu"), mo::Device::cpu);
-  EXPECT_NO_THROW(mo::parse_device("auto"));
+  // auto is the GPU exactly when asking for it by name would work, else the CPU.
+  bool cuda_usable = true;
+  try {
+    mo::parse_device("cuda");
+  } catch (const mo::UsageError&) {
+    cuda_usable = false;
+  }
+  EXPECT_EQ(mo::parse_device("auto"), cuda_usable ? mo::Device::cuda : mo::Device::cpu);
+  if (!mo::cuda_built()) {
+    EXPECT_EQ(mo::parse_device("auto"), mo::Device::cpu);
+  }
   try {
     mo::parse_device("tpu");
     FAIL();

@@ -21,6 +21,7 @@
 #include "mo/model/model_files.h"
 #include "mo/quant/quantize.h"
 #include "mo/tokenizer/tokenizer.h"
+#include "engine_logits.h"
 #include "quant_test_support.h"
 
 namespace fs = std::filesystem;
@@ -90,13 +91,7 @@ TEST(QuantizePipeline, Int8CopiesGenerateTheSameFirst20GreedyTokens) {
 static std::vector<float> logits_of(const std::string& model, const std::vector<std::int32_t>& tokens) {
   const auto files = mo::model::ModelFiles::open(model);  // the weights map its files
   mo::engine::Engine e(mo::engine::bind_weights(files), mo::default_pool());
-  const auto n = static_cast<std::int64_t>(tokens.size());
-  std::vector<float> hidden(static_cast<std::size_t>(n * e.hparams().hidden_size));
-  e.embed(tokens, hidden.data());
-  for (int l = 0; l < e.hparams().num_layers; ++l) e.run_layer(l, hidden.data(), n, 0);
-  std::vector<float> out(static_cast<std::size_t>(n * e.hparams().vocab_size));
-  e.logits(hidden.data(), n, out.data());
-  return out;
+  return mo::test::layer_by_layer_logits(e, tokens);
 }
 
 // Issue 19: a GPTQ output with `dynamic` overrides fails in Transformers; mixed precisions go to
@@ -170,7 +165,12 @@ TEST(QuantizePipeline, AFailedRunLeavesNoOutput) {
   const fs::path bad = t.path / "bad.jsonl";
   std::ofstream(bad) << "{\"text\": \"fine\"}\nnot json\n";
   QuantizeOptions c = stories_config(Method::awq, t.path / "out", bad.string());
-  EXPECT_THROW(mo::quant::quantize_model(c), mo::Error);
+  try {
+    mo::quant::quantize_model(c);
+    FAIL() << "a calibration file with a broken line must be refused";
+  } catch (const mo::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(bad.string() + ":2: invalid JSON"), std::string::npos) << e.what();
+  }
   EXPECT_FALSE(fs::exists(t.path / "out"));
   for (const auto& e : fs::directory_iterator(t.path)) EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
 }

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "mo/serve/serving_loop.h"
@@ -162,16 +164,60 @@ TEST_F(ServeLoop, LogprobsOfSampledAndPromptTokens) {
   EXPECT_NEAR(b.tokens[0][0].logprob, top, 1e-4);
 }
 
-TEST_F(ServeLoop, CancelledRequestFreesItsBlocks) {
-  ServingLoop loop(test_support::next_byte_forward, tok, options());
+// A client that goes away mid-generation (cancel) gets an error instead of the 200 tokens it asked for:
+// the model step in flight when it cancels is the last one, and its blocks come back.
+TEST_F(ServeLoop, CancelledRequestStopsGeneratingAndFreesItsBlocks) {
+  constexpr int kCancelAtStep = 5;
+  std::mutex mu;
+  std::condition_variable cv;
+  int steps = 0;
+  bool cancelled = false;
+  // Holds the 5th model step until the test has cancelled, so that the cancel lands mid-generation.
+  auto forward = [&](std::span<const mo::engine::SeqChunk> chunks) {
+    std::unique_lock lock(mu);
+    if (++steps == kCancelAtStep) {
+      cv.notify_all();
+      cv.wait(lock, [&] { return cancelled; });
+    }
+    return test_support::next_byte_forward(chunks);
+  };
+  ServingLoop loop(forward, tok, options());
   auto stream = std::make_shared<RequestStream>(1);
   SeqSpec s = spec("ab", 200);
   s.params.ignore_eos = true;
   ASSERT_EQ(loop.submit({s}, stream), SubmitStatus::ok);
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return steps >= kCancelAtStep; });
+  }
   stream->cancel();
+  {
+    std::lock_guard lock(mu);
+    cancelled = true;
+  }
+  cv.notify_all();
+  std::string text, error, finish;
+  for (int waits = 0; waits < 200 && error.empty() && finish.empty();) {
+    auto e = stream->pop(50ms);
+    if (!e) {
+      ++waits;
+      continue;
+    }
+    text += e->text;
+    error = e->error;
+    finish = e->finish_reason;
+  }
+  EXPECT_NE(error.find("the request was cancelled"), std::string::npos) << "error '" << error << "', finish '" << finish << "'";
+  EXPECT_EQ(finish, "");
+  // One token per step (the prefill gives the first), none after the step that was running at the cancel.
+  EXPECT_LE(text.size(), static_cast<std::size_t>(kCancelAtStep)) << text;
+  EXPECT_EQ(std::string("cdefghijklmnopqrstuvwxyz").rfind(text, 0), 0u) << text;
   wait_idle(loop);
   EXPECT_TRUE(loop.idle());
   EXPECT_EQ(loop.metrics().kv_blocks_used, 0);
+  EXPECT_LE(loop.metrics().generation_tokens_total, kCancelAtStep);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(steps, kCancelAtStep);
 }
 
 TEST_F(ServeLoop, FullQueueAndShutdownRefuseNewRequests) {
