@@ -183,7 +183,9 @@ TEST(BenchFakeServer, StopCancelsInFlightAndKeepsWhatFinished) {
   // The fifth request was in flight when stop came; the other slot may have been between two requests.
   EXPECT_GE(r.summary.cancelled, 1);
   EXPECT_LE(r.summary.cancelled, 2);
-  EXPECT_EQ(r.summary.completed + r.summary.cancelled, srv.completion_requests());
+  // Every request the server saw is counted; a cancelled one may never have reached it (stopped while connecting).
+  EXPECT_LE(srv.completion_requests(), r.summary.completed + r.summary.cancelled);
+  EXPECT_GE(srv.completion_requests(), r.summary.completed);
 }
 
 TEST(BenchFakeServer, OpenLoopConstantRateSpacesArrivals) {
