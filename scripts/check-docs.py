@@ -172,9 +172,13 @@ def main():
         skipped = 0
         for b in blocks:
             # The demo model comes from PyPI (scripts/fetch-demo-model.sh); without it its examples cannot run.
-            missing = sorted({p for c, _ in b.steps for p in re.findall(r"\.cache/models/[\w.-]+", c) if not (ROOT / p).exists()})
+            needed = {p: ROOT / p for c, _ in b.steps for p in re.findall(r"\.cache/models/[\w.-]+", c)}
+            # The shared data (MO_SHARED_DATA) may be absent too; the docs spell it ../shared/data/.
+            shared = Path(os.environ.get("MO_SHARED_DATA", ROOT.parent / "shared" / "data"))
+            needed |= {p: shared / p[len("../shared/data/"):] for c, _ in b.steps for p in re.findall(r"\.\./shared/data/[\w./-]+", c)}
+            missing = sorted(p for p, real in needed.items() if not real.exists())
             if missing:
-                print(f"{b.where()}: SKIPPED, needs {', '.join(missing)} (scripts/fetch-demo-model.sh)")
+                print(f"{b.where()}: SKIPPED, needs {', '.join(missing)} (scripts/fetch-demo-model.sh, the shared data)")
                 skipped += 1
                 continue
             results = run_block(b, work, env)

@@ -215,6 +215,9 @@ def test_hf_round_trip(tmp):
 
 
 def main():
+    if not DATA.is_dir():  # the shared data is absent: skipped (77), as docs/building.md says
+        print(f"skipped: {DATA} not found")
+        return 77
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         test_vectors(tmp)

@@ -25,6 +25,12 @@ namespace fs = std::filesystem;
 inline const std::string kStories = std::string(MO_SHARED_DATA) + "/models/stories260K.gguf";
 inline const std::string kText = std::string(MO_SHARED_DATA) + "/text/tinystories-sample.txt";
 
+// A test that reads stories260K is skipped, naming the path, where the shared data is absent (docs/building.md).
+#define MO_SKIP_WITHOUT_STORIES()                                                                             \
+  do {                                                                                                        \
+    if (!std::filesystem::exists(quant_test::kStories)) GTEST_SKIP() << quant_test::kStories << " not found"; \
+  } while (0)
+
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& prefix = "mo-quant-test-")

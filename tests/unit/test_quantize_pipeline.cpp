@@ -43,6 +43,7 @@ std::vector<nlohmann::json> decisions(const fs::path& dir) {
 }  // namespace
 
 TEST(QuantizePipeline, EveryMethodWritesALoadableModelAndLogsThe172Fallbacks) {
+  MO_SKIP_WITHOUT_STORIES();
   TempDir t;
   const std::string calib = write_calibration(t.path);
   const auto base = greedy(kStories, 20);
@@ -74,6 +75,7 @@ TEST(QuantizePipeline, EveryMethodWritesALoadableModelAndLogsThe172Fallbacks) {
 }
 
 TEST(QuantizePipeline, Int8CopiesGenerateTheSameFirst20GreedyTokens) {
+  MO_SKIP_WITHOUT_STORIES();
   TempDir t;
   const std::string calib = write_calibration(t.path);
   const auto base = greedy(kStories, 20);
@@ -97,6 +99,7 @@ static std::vector<float> logits_of(const std::string& model, const std::vector<
 // Issue 19: a GPTQ output with `dynamic` overrides fails in Transformers; mixed precisions go to
 // compressed-tensors pack-quantized, which loads to the very same weights.
 TEST(QuantizePipeline, MixedPrecisionsWriteCompressedTensorsWithTheGptqLogits) {
+  MO_SKIP_WITHOUT_STORIES();
   TempDir t;
   const std::string calib = write_calibration(t.path);
   QuantizeOptions c = stories_config(Method::rtn, t.path / "ct", calib);
@@ -129,6 +132,7 @@ TEST(QuantizePipeline, MixedPrecisionsWriteCompressedTensorsWithTheGptqLogits) {
 }
 
 TEST(QuantizePipeline, SkipLayersAndSensitivityFallbackAreLogged) {
+  MO_SKIP_WITHOUT_STORIES();
   TempDir t;
   QuantizeOptions c = stories_config(Method::rtn, t.path / "out", write_calibration(t.path));
   c.skip_layers = {"model.layers.4.*"};
@@ -148,6 +152,7 @@ TEST(QuantizePipeline, SkipLayersAndSensitivityFallbackAreLogged) {
 }
 
 TEST(QuantizePipeline, RefusesExistingOrInputPathsBeforeAnyWork) {
+  MO_SKIP_WITHOUT_STORIES();
   TempDir t;
   QuantizeOptions c = stories_config(Method::rtn, t.path, "general");
   try {
@@ -161,6 +166,7 @@ TEST(QuantizePipeline, RefusesExistingOrInputPathsBeforeAnyWork) {
 }
 
 TEST(QuantizePipeline, AFailedRunLeavesNoOutput) {
+  MO_SKIP_WITHOUT_STORIES();
   TempDir t;
   const fs::path bad = t.path / "bad.jsonl";
   std::ofstream(bad) << "{\"text\": \"fine\"}\nnot json\n";
@@ -271,12 +277,14 @@ void expect_both_paths_agree(const std::string& model, std::initializer_list<Met
 }  // namespace
 
 TEST(QuantizePipeline, TheGpuCodePathOnTheCpuBackendWritesWhatTheCpuPathWrites) {
+  MO_SKIP_WITHOUT_STORIES();
   expect_both_paths_agree(kStories, {Method::rtn, Method::awq, Method::gptq}, 8, 64, 256);
 }
 
 // The demo model (SmolLM2-135M: GQA 9/3, hidden 576, 30 layers), on a short calibration set; the two
 // calibrated methods (RTN's only calibrated step, the sensitivity check, runs in both).
 TEST(QuantizePipeline, TheGpuCodePathOnTheCpuBackendWritesWhatTheCpuPathWritesForTheDemoModel) {
+  MO_SKIP_WITHOUT_STORIES();
   const std::string demo = std::string(MO_SOURCE_DIR) + "/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!fs::exists(demo)) GTEST_SKIP() << demo << " not found (scripts/fetch-demo-model.sh)";
 #if defined(__has_feature)
