@@ -1,7 +1,10 @@
 #include "mo/config/yaml_loader.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
+
+#include <sstream>
 
 #include <map>
 #include <vector>
@@ -35,11 +38,42 @@ void load_value(const Field& f, const YAML::Node& value, const std::string& at) 
   Schema::set_from_text(f, value.Scalar(), at);
 }
 
+// Records where each document starts; the content is read later by YAML::LoadAll.
+struct DocumentStarts : YAML::EventHandler {
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// yaml-cpp 0.7's LoadAll never returns (and grows without bound) on a ',' where a document should begin: the
+// token is never consumed, so the same empty document repeats. The documents are walked first and a repeat refused.
+void refuse_stuck_document(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts docs;
+  while (parser.HandleNextDocument(docs)) {
+    const auto n = docs.starts.size();
+    if (n < 2 || docs.starts[n - 1].pos != docs.starts[n - 2].pos) continue;
+    const YAML::Mark& at = docs.starts[n - 1];
+    const auto pos = static_cast<std::size_t>(at.pos);
+    const std::string token = pos < text.size() ? std::string(1, text[pos]) : std::string("end of input");
+    throw UsageError(fmt::format("{}:{}: invalid YAML: unexpected '{}' at column {}", source, at.line + 1, token, at.column + 1));
+  }
+}
+
 }  // namespace
 
 void load_yaml_text(const Schema& schema, const std::string& text, const std::string& source) {
   std::vector<YAML::Node> docs;
   try {
+    refuse_stuck_document(text, source);
     docs = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     throw UsageError(fmt::format("{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.msg));

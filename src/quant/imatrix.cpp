@@ -25,7 +25,7 @@ using gguf::Value;
 
 std::vector<std::uint8_t> f32_bytes(const std::vector<float>& v) {
   std::vector<std::uint8_t> b(v.size() * sizeof(float));
-  std::memcpy(b.data(), v.data(), b.size());
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
   return b;
 }
 
@@ -33,7 +33,7 @@ std::vector<float> f32_values(const gguf::File& f, const gguf::TensorInfo& t) {
   if (t.type != ggml_id(GgmlType::F32)) throw Error(fmt::format("{}: imatrix tensor '{}' is not F32", f.path, t.name));
   auto bytes = f.tensor_bytes(t);
   std::vector<float> v(bytes.size() / sizeof(float));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));  // memcpy's pointers must not be null
   return v;
 }
 

@@ -193,7 +193,9 @@ std::unique_ptr<Tokenizer> make_spm_from_json(const nlohmann::json& tokenizer, c
     for (const auto& [text, id] : cfg.model_vocab) {
       // Two tokens on one id: decoding it could give either, and the model's embedding row means only one.
       if (cfg.tokens[id].attr != kAttrUnused) {
-        const auto [a, b] = std::minmax(std::string_view(cfg.tokens[id].text), std::string_view(text));
+        // minmax returns references: its arguments must outlive the pair.
+        const std::string_view old_text = cfg.tokens[id].text, new_text = text;
+        const auto [a, b] = std::minmax(old_text, new_text);
         fail(source, "model.vocab", fmt::format("tokens '{}' and '{}' both have id {}", shown_name(a), shown_name(b), id));
       }
       cfg.tokens[id].text = text;

@@ -136,6 +136,15 @@ TEST(Config, DuplicateKeysAndASecondDocumentAreErrors) {
   EXPECT_EQ(c.port, 9);
 }
 
+// Found by fuzz_yaml_config: yaml-cpp's LoadAll loops forever on a ',' where a document begins.
+TEST(Config, AStrayCommaIsInvalidYamlNotAHang) {
+  Serve cfg;
+  auto& [c, s] = cfg;
+  EXPECT_EQ(usage_error(s, ",port: q\nmax_num_seqs: 4\n"), "serve.yaml:1: invalid YAML: unexpected ',' at column 1");
+  EXPECT_EQ(usage_error(s, "port: 1\n---\n  ,\n"), "serve.yaml:3: invalid YAML: unexpected ',' at column 3");
+  EXPECT_EQ(c.port, 8000);
+}
+
 // Issue 32.13: --config reads only a regular file of at most 1 MiB; a FIFO or a device never hangs or fills memory.
 TEST(Config, OnlyARegularFileOfAtMostOneMiBIsAConfig) {
   Serve cfg;
