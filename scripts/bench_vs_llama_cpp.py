@@ -350,7 +350,7 @@ def cmd_random_gguf(a):
 
     hidden, layers, heads, kv_heads, ffn, vocab = (int(x) for x in a.shape.split(","))
     head_dim = hidden // heads
-    qtype = {"q4_0": gguf.GGMLQuantizationType.Q4_0, "q8_0": gguf.GGMLQuantizationType.Q8_0}[a.type]
+    qtype = {"q4_0": gguf.GGMLQuantizationType.Q4_0, "q8_0": gguf.GGMLQuantizationType.Q8_0, "f16": None}[a.type]
     vals, nbytes = BLOCK[a.type]
     # scale so the values have a standard deviation of about 0.02
     d = np.float16(0.02 / (4.6 if a.type == "q4_0" else 74.0))
@@ -366,7 +366,7 @@ def cmd_random_gguf(a):
     w.add_rope_dimension_count(head_dim)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_freq_base(10000.0)
-    w.add_file_type({"q4_0": 2, "q8_0": 7}[a.type])
+    w.add_file_type({"q4_0": 2, "q8_0": 7, "f16": 1}[a.type])
     w.add_tokenizer_model("llama")
     w.add_token_list(["<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(3, vocab)])
     w.add_token_scores([0.0] * vocab)
@@ -376,6 +376,9 @@ def cmd_random_gguf(a):
     w.add_unk_token_id(0)
 
     def mat(name, rows, cols):
+        if qtype is None:  # f16: normal values of standard deviation 0.02
+            w.add_tensor(name, (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02).astype(np.float16))
+            return
         blocks = rng.integers(0, 256, size=(rows, cols // vals, nbytes), dtype=np.uint8)
         blocks[:, :, 0:2] = np.frombuffer(d.tobytes(), dtype=np.uint8)
         w.add_tensor(name, blocks.reshape(rows, -1), raw_dtype=qtype)
@@ -448,7 +451,7 @@ def main():
     b.add_argument("--out")
     g = sub.add_parser("random-gguf")
     g.add_argument("--shape", default="2048,22,32,4,5632,32000")
-    g.add_argument("--type", default="q4_0", choices=["q4_0", "q8_0"])
+    g.add_argument("--type", default="q4_0", choices=["q4_0", "q8_0", "f16"])
     g.add_argument("--output", required=True)
     a = ap.parse_args()
     {"engine": cmd_engine, "serve": cmd_serve, "bandwidth": cmd_bandwidth, "random-gguf": cmd_random_gguf}[a.cmd](a)
