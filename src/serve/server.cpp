@@ -190,7 +190,6 @@ int run_server(const config::ServeConfig& cfg) {
                  .read_timeout_s = cfg.read_timeout};
   HttpServer http(loop, ctx, ho);
   http.bind();
-  std::cout << fmt::format("serving {} on http://{}:{}/v1 (Ctrl-C to stop)\n", ctx.model_name, cfg.host, cfg.port) << std::flush;
 
   signals::ignore_broken_pipe();  // a client gone mid-write is an error return, not a crash
   // SIGINT/SIGTERM only count here; the thread below polls the count, so a second signal stops at once.
@@ -199,6 +198,8 @@ int run_server(const config::ServeConfig& cfg) {
     last_signal = sig;
     ++stop_signals;
   });
+  // Announced only now: a client that signals as soon as it reads this line finds the handler in place.
+  std::cout << fmt::format("serving {} on http://{}:{}/v1 (Ctrl-C to stop)\n", ctx.model_name, cfg.host, cfg.port) << std::flush;
   std::atomic<bool> serving{true};
   std::thread waiter([&] {
     while (serving && stop_signals == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
