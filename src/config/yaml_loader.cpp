@@ -4,9 +4,8 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
-#include <sstream>
-
 #include <map>
+#include <sstream>
 #include <vector>
 
 #include "mo/core/error.h"
