@@ -1,12 +1,16 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "mo/engine/ops/linear.h"
 
 // GCC 12 warns about the deliberately undefined upper lanes inside _mm512_reduce_add_ps.
 #if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace mo::ops {
@@ -67,7 +71,21 @@ SimdLevel detect() {
 }
 
 const SimdLevel kBest = detect();
-SimdLevel g_level = kBest;
+
+// MO_SIMD=scalar|avx2|avx512 caps the level (never above what the CPU has): the same level gives the same
+// bits on any machine that has it, which is how the documentation's examples are checked everywhere.
+SimdLevel initial_level() {
+  const char* e = std::getenv("MO_SIMD");
+  if (e == nullptr || *e == '\0') return kBest;
+  const std::string v = e;
+  if (v == "scalar") return SimdLevel::scalar;
+  if (v == "avx2") return std::min(SimdLevel::avx2, kBest);
+  if (v == "avx512") return kBest;
+  std::fprintf(stderr, "warning: MO_SIMD=%s is not one of scalar, avx2, avx512; using the CPU's best level\n", e);
+  return kBest;
+}
+
+SimdLevel g_level = initial_level();
 
 }  // namespace
 
