@@ -1,6 +1,6 @@
 // Speed of ops::linear on quantized GGUF weights: the integer-dot kernels (src/engine/cpu/q8.h) against
 // the older f32 row kernels (qdot.h), on SmolLM2-135M's shapes.
-//   mo_tool_bench_q8 [--types q4_0,q8_0,...] [--nt 1,512] [--min-time 0.3]
+//   mo_tool_bench_q8 [--types q4_0,q8_0,...] [--nt 1,512] [--shapes 8192x2048,2048x8192] [--min-time 0.3]
 // Prints GFLOP/s and weight GB/s (bytes of W read once per call) for nt = 1 and 512 tokens (--nt), 1 and 2
 // threads. Each figure is the fastest call seen within --min-time seconds (robust on a shared machine).
 #include <fmt/format.h>
@@ -55,19 +55,22 @@ int main(int argc, char** argv) {
   std::vector<std::string> types = {"q4_0", "q8_0", "q4_1", "q5_0", "q6_K", "q4_K", "q5_1", "q5_K", "q3_K", "q2_K"};
   double min_time = 0.3;
   std::vector<std::int64_t> token_counts = {1, 512};
+  struct Shape {
+    std::int64_t rows, cols;
+  };
+  std::vector<Shape> shapes = {{1536, 576}, {576, 1536}, {49152, 576}};  // SmolLM2-135M's (rows x cols)
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--types") == 0)
       types = split(argv[i + 1]);
     else if (std::strcmp(argv[i], "--nt") == 0) {
       token_counts.clear();
       for (const std::string& v : split(argv[i + 1])) token_counts.push_back(std::stoll(v));
+    } else if (std::strcmp(argv[i], "--shapes") == 0) {
+      shapes.clear();
+      for (const std::string& v : split(argv[i + 1])) shapes.push_back({std::stoll(v), std::stoll(v.substr(v.find('x') + 1))});
     } else if (std::strcmp(argv[i], "--min-time") == 0)
       min_time = std::stod(argv[i + 1]);
   }
-  struct Shape {
-    std::int64_t rows, cols;
-  };
-  const Shape shapes[] = {{1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   fmt::print("simd {}\n{:<5} {:>12} {:>4} {:>2} | {:>9} {:>9} | {:>9} {:>9} | {:>6}\n", ops::simd_level_name(ops::simd_level()), "type",
