@@ -5,6 +5,8 @@ and the model files, then calls one of these subcommands):
   engine     our mo_tool_bench_engine against llama-bench, pp512 and tg128, alternating run by run
   serve      our `serve` against llama-server, both loaded by `model-optimizer bench`
   bandwidth  decode speed of random 1B-class weights as effective GB/s against a STREAM triad
+  shape-gguf an F16 GGUF of a published model shape with random weights (llama-quantize makes the rest)
+  shapes-summary  the ratios of several `engine --json` files in one table
 
 Every subcommand prints Markdown on stdout and appends it to --out.
 """
@@ -273,7 +275,8 @@ def cmd_serve(a):
     def ratio(x, y):
         return f"{x / y:.2f}" if y else "-"
     text += "\n| ratio | value |\n|---|---|\n"
-    text += f"| output tok/s at c={hi}, ours / llama-server | {ratio(ours[hi]['output_throughput'], llama[hi]['output_throughput'])} |\n"
+    for c in concs:
+        text += f"| output tok/s at c={c}, ours / llama-server | {ratio(ours[c]['output_throughput'], llama[c]['output_throughput'])} |\n"
     text += f"| output tok/s c={hi} / c={lo}, ours | {ratio(ours[hi]['output_throughput'], ours[lo]['output_throughput'])} |\n"
     text += f"| output tok/s c={hi} / c={lo}, llama-server | {ratio(llama[hi]['output_throughput'], llama[lo]['output_throughput'])} |\n"
     text += f"| TTFT p50 at c={lo}, ours / llama-server (lower is better) | {ratio(ours[lo]['ttft_ms']['median'], llama[lo]['ttft_ms']['median'])} |\n"
@@ -342,6 +345,28 @@ def cmd_bandwidth(a):
     emit(text, a.out)
 
 
+def llama_gguf_header(w, name, hidden, layers, heads, kv_heads, ffn, vocab, eps, rope_base, file_type):
+    """The hyperparameters and a placeholder SentencePiece vocabulary (<unk>, <s>, </s>, t3, t4, ...)."""
+    w.add_name(name)
+    w.add_context_length(4096)
+    w.add_embedding_length(hidden)
+    w.add_block_count(layers)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_rope_dimension_count(hidden // heads)
+    w.add_layer_norm_rms_eps(eps)
+    w.add_rope_freq_base(rope_base)
+    w.add_file_type(file_type)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(3, vocab)])
+    w.add_token_scores([0.0] * vocab)
+    w.add_token_types([2, 3, 3] + [1] * (vocab - 3))
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+
+
 def cmd_random_gguf(a):
     """A Llama GGUF of the given shape with random blocks of one type (as our --dummy-shape makes) and a
     placeholder SentencePiece vocabulary, so llama.cpp can run the same shapes. Needs the gguf package."""
@@ -356,24 +381,8 @@ def cmd_random_gguf(a):
     d = np.float16(0.02 / (4.6 if a.type == "q4_0" else 74.0))
     rng = np.random.default_rng(1)
     w = gguf.GGUFWriter(a.output + ".tmp", "llama")
-    w.add_name(f"random-{a.shape}-{a.type}")
-    w.add_context_length(4096)
-    w.add_embedding_length(hidden)
-    w.add_block_count(layers)
-    w.add_feed_forward_length(ffn)
-    w.add_head_count(heads)
-    w.add_head_count_kv(kv_heads)
-    w.add_rope_dimension_count(head_dim)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_freq_base(10000.0)
-    w.add_file_type({"q4_0": 2, "q8_0": 7, "f16": 1}[a.type])
-    w.add_tokenizer_model("llama")
-    w.add_token_list(["<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(3, vocab)])
-    w.add_token_scores([0.0] * vocab)
-    w.add_token_types([2, 3, 3] + [1] * (vocab - 3))
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    llama_gguf_header(w, f"random-{a.shape}-{a.type}", hidden, layers, heads, kv_heads, ffn, vocab, 1e-5, 10000.0,
+                      {"q4_0": 2, "q8_0": 7, "f16": 1}[a.type])
 
     def mat(name, rows, cols):
         if qtype is None:  # f16: normal values of standard deviation 0.02
@@ -404,6 +413,84 @@ def cmd_random_gguf(a):
     w.write_tensors_to_file()
     w.close()
     os.replace(a.output + ".tmp", a.output)
+
+
+# Published configurations for --shapes: (arch, hidden, layers, heads, kv heads, ffn, vocab, q/k/v bias,
+# tied output, rope base, rms eps), as in each model's config.json
+SHAPES = {
+    "qwen2.5-0.5b": ("qwen2", 896, 24, 14, 2, 4864, 151936, True, True, 1000000.0, 1e-6),
+    "llama-3.2-1b": ("llama", 2048, 16, 32, 8, 8192, 128256, False, True, 500000.0, 1e-5),
+    "llama-3.2-3b": ("llama", 3072, 28, 24, 8, 8192, 128256, False, True, 500000.0, 1e-5),
+    "llama-3.1-8b": ("llama", 4096, 32, 32, 8, 14336, 128256, False, False, 500000.0, 1e-5),
+}
+
+
+def cmd_shape_gguf(a):
+    """An F16 GGUF of a published model shape with random normal weights (sd 0.02) and a placeholder
+    SentencePiece vocabulary, streamed tensor by tensor (an 8B shape is 16 GB); llama-quantize makes the
+    other types from it. Needs the gguf package."""
+    import numpy as np
+    import gguf
+
+    arch, hidden, layers, heads, kv_heads, ffn, vocab, bias, tied, rope_base, eps = SHAPES[a.shape]
+    head_dim = hidden // heads
+    kv = kv_heads * head_dim
+    rng = np.random.default_rng(1)
+    w = gguf.GGUFWriter(a.output + ".tmp", arch)
+    llama_gguf_header(w, f"random-{a.shape}", hidden, layers, heads, kv_heads, ffn, vocab, eps, rope_base, 1)
+
+    tensors = [("token_embd.weight", (vocab, hidden)), ("output_norm.weight", (hidden,))]
+    if not tied:
+        tensors.append(("output.weight", (vocab, hidden)))
+    for i in range(layers):
+        b = f"blk.{i}."
+        tensors += [(b + "attn_norm.weight", (hidden,)), (b + "attn_q.weight", (hidden, hidden)),
+                    (b + "attn_k.weight", (kv, hidden)), (b + "attn_v.weight", (kv, hidden))]
+        if bias:
+            tensors += [(b + "attn_q.bias", (hidden,)), (b + "attn_k.bias", (kv,)), (b + "attn_v.bias", (kv,))]
+        tensors += [(b + "attn_output.weight", (hidden, hidden)), (b + "ffn_norm.weight", (hidden,)),
+                    (b + "ffn_gate.weight", (ffn, hidden)), (b + "ffn_up.weight", (ffn, hidden)),
+                    (b + "ffn_down.weight", (hidden, ffn))]
+    for name, shape in tensors:  # 1-D tensors (norms, biases) stay f32, as convert_hf_to_gguf writes them
+        dt = np.float32 if len(shape) == 1 else np.float16
+        w.add_tensor_info(name, shape, np.dtype(dt), int(np.prod(shape)) * np.dtype(dt).itemsize)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for name, shape in tensors:
+        if len(shape) == 1:
+            v = np.ones(shape, np.float32) if name.endswith("norm.weight") else \
+                (rng.standard_normal(shape, dtype=np.float32) * 0.02)
+        else:
+            v = np.empty(shape, np.float16)
+            step = max(1, (1 << 24) // shape[1])
+            for r in range(0, shape[0], step):
+                v[r:r + step] = rng.standard_normal((min(step, shape[0] - r), shape[1]), dtype=np.float32) * 0.02
+        w.write_tensor_data(v)
+    w.close()
+    os.replace(a.output + ".tmp", a.output)
+
+
+def cmd_shapes_summary(a):
+    """One row per (shape, type) with the pp and tg ratios from the engine subcommand's JSON files."""
+    lines = ["| shape | type | pp ours / llama.cpp (runs) | tg ours / llama.cpp (runs) |", "|---|---|---|---|"]
+    for spec in a.json:
+        shape, path = spec.split("=", 1)
+        with open(path) as f:
+            res = json.load(f)["results"]
+        labels = list(dict.fromkeys(k.rsplit(" ", 1)[0] for k in res))
+        for label in labels:
+            cells = []
+            for test in ("pp", "tg"):
+                r = res.get(f"{label} {test}")
+                if not r or not r["llama"]:
+                    cells.append("-")
+                    continue
+                om, lm = statistics.fmean(r["ours"]), statistics.fmean(r["llama"])
+                runs = ", ".join(f"{o / l:.2f}" for o, l in zip(r["ours"], r["llama"]))
+                cells.append(f"**{om / lm:.2f}** ({om:.1f}/{lm:.1f}; {runs})")
+            lines.append(f"| {shape} | {label} | {cells[0]} | {cells[1]} |")
+    emit("\n".join(lines) + "\n", a.out)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -453,8 +540,14 @@ def main():
     g.add_argument("--shape", default="2048,22,32,4,5632,32000")
     g.add_argument("--type", default="q4_0", choices=["q4_0", "q8_0", "f16"])
     g.add_argument("--output", required=True)
+    sg = sub.add_parser("shape-gguf")
+    sg.add_argument("--shape", required=True, choices=sorted(SHAPES))
+    sg.add_argument("--output", required=True)
+    ss = sub.add_parser("shapes-summary")
+    ss.add_argument("--json", action="append", default=[], help="SHAPE=engine.json")
+    ss.add_argument("--out")
     a = ap.parse_args()
-    {"engine": cmd_engine, "serve": cmd_serve, "bandwidth": cmd_bandwidth, "random-gguf": cmd_random_gguf}[a.cmd](a)
+    {"shape-gguf": cmd_shape_gguf, "shapes-summary": cmd_shapes_summary, "engine": cmd_engine, "serve": cmd_serve, "bandwidth": cmd_bandwidth, "random-gguf": cmd_random_gguf}[a.cmd](a)
 
 
 if __name__ == "__main__":

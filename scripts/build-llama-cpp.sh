@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench and llama-server (CPU only) once, for the side-by-side benchmarks
+# Builds llama.cpp's llama-bench, llama-server and llama-quantize (CPU only) once, for the side-by-side benchmarks
 # (scripts/bench-vs-llama-cpp.sh). The source is the llama.cpp that the llama-cpp-python source
 # distribution on PyPI vendors (pinned: LLAMA_CPP_PYTHON_VERSION, default 0.3.36; when that version
 # cannot be downloaded, the newest one pip finds is used and its version printed).
@@ -15,7 +15,7 @@ jobs=${JOBS:-2}
 py=.cache/venv/bin/python
 [ -x "$py" ] || py=python3
 
-if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-server" ]; then
+if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-server" ] && [ -x "$bin/llama-quantize" ]; then
   echo "$bin"
   exit 0
 fi
@@ -47,9 +47,9 @@ cmake -S "$llama" -B "$root/build" -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
   -DBUILD_SHARED_LIBS=OFF >&2
-cmake --build "$root/build" -j"$jobs" --target llama-bench llama-server >&2
+cmake --build "$root/build" -j"$jobs" --target llama-bench llama-server llama-quantize >&2
 mkdir -p "$bin"
-for t in llama-bench llama-server; do
+for t in llama-bench llama-server llama-quantize; do
   f=$(find "$root/build" -type f -name "$t" -perm -u+x | head -n1)
   [ -n "$f" ] || { echo "build-llama-cpp: $t was not built" >&2; exit 1; }
   cp "$f" "$bin/$t"
