@@ -221,14 +221,18 @@ if ((do_serve)); then
   np=32 conc=1,4,16
   ((quick)) && np=8
   s1b=$(shape_file llama-3.2-1b Q4_K_M)
+  k=0
   for spec in "Q4_0, demo model=$q40" "Q4_K_M, demo model=$q4km" "Q4_K_M, random weights in Llama-3.2-1B's shape=$s1b" \
               "Q4_1, the demo model as shipped=$q41"; do
     say "## Serving: \`model-optimizer serve\` vs \`llama-server\`, ${spec%%=*}"
     say ""
     say "\`model-optimizer bench --endpoint completions --stream --ignore-eos --input-len 128 --output-len 64 --concurrency $conc --num-prompts $np\` against each server in turn, both with $threads threads on 127.0.0.1; load average at start $(cut -d' ' -f1-3 /proc/loadavg)."
     say ""
+    # one folder per file: bench --out never replaces an earlier run's results
+    k=$((k + 1))
+    rm -rf "$work/serve-$k"
     "$py" "$helper" serve --mo "$mo" --llama-server "$llama_bin/llama-server" --model "${spec#*=}" --threads "$threads" \
-      --concurrency "$conc" --num-prompts "$np" --input-len 128 --output-len 64 --workdir "$work/serve" \
+      --concurrency "$conc" --num-prompts "$np" --input-len 128 --output-len 64 --workdir "$work/serve-$k" \
       --pidfile "$pidfile" --out "$out"
   done
   log "serve part: $(( $(now) - t0 )) s"

@@ -250,8 +250,9 @@ def cmd_serve(a):
     signal.signal(signal.SIGINT, on_signal)
     os.makedirs(a.workdir, exist_ok=True)
     concs = [int(c) for c in a.concurrency.split(",")]
-    # a slot must hold bench's tokenizer probe (260 words) as well as input + output
-    slot_ctx = max(512, a.input_len + a.output_len)
+    # a slot must hold bench's tokenizer probe (260 words; about 1,300 tokens with the byte-per-token
+    # placeholder vocabulary of the random-weight files) as well as input + output, as our max_model_len does
+    slot_ctx = max(2048, a.input_len + a.output_len)
     results = {}
     try:
         p = start_server([a.mo, "serve", "--model_path", a.model, "--host", "127.0.0.1", "--port", str(a.port_ours),
@@ -346,7 +347,8 @@ def cmd_bandwidth(a):
 
 
 def llama_gguf_header(w, name, hidden, layers, heads, kv_heads, ffn, vocab, eps, rope_base, file_type):
-    """The hyperparameters and a placeholder SentencePiece vocabulary (<unk>, <s>, </s>, t3, t4, ...)."""
+    """The hyperparameters and a placeholder SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte tokens
+    (so text tokenizes, one byte a token: llama-server refuses text without them) and t259, t260, ..."""
     w.add_name(name)
     w.add_context_length(4096)
     w.add_embedding_length(hidden)
@@ -359,9 +361,9 @@ def llama_gguf_header(w, name, hidden, layers, heads, kv_heads, ffn, vocab, eps,
     w.add_rope_freq_base(rope_base)
     w.add_file_type(file_type)
     w.add_tokenizer_model("llama")
-    w.add_token_list(["<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(3, vocab)])
+    w.add_token_list(["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + [f"t{i}" for i in range(259, vocab)])
     w.add_token_scores([0.0] * vocab)
-    w.add_token_types([2, 3, 3] + [1] * (vocab - 3))
+    w.add_token_types([2, 3, 3] + [6] * 256 + [1] * (vocab - 259))
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
