@@ -95,12 +95,11 @@ struct PanelQ4_0 {
   static constexpr int kOff = 8, kGroups16 = 8;
   static constexpr int kSub = 1;
   static constexpr bool kMin = false, kZero = false, kHalves = false;
-  static constexpr int kRowwise = 0;  // tokens that take rowwise()
   static constexpr std::size_t kBytes = sizeof(formats::BlockQ4_0);
-  static void scales(const std::uint8_t* const p[8], PanelBlock* o) { o->d = row_scales(p); }
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
-    nibble_groups(p, 2, out->u);
-    scales(p, out);
+    PanelBlock& o = *out;
+    nibble_groups(p, 2, o.u);
+    o.d = row_scales(p);
   }
 };
 
@@ -108,15 +107,12 @@ struct PanelQ4_1 {
   static constexpr int kOff = 0, kGroups16 = 8;
   static constexpr int kSub = 1;
   static constexpr bool kMin = true, kZero = false, kHalves = false;
-  static constexpr int kRowwise = 0;  // tokens that take rowwise()
   static constexpr std::size_t kBytes = sizeof(formats::BlockQ4_1);
-  static void scales(const std::uint8_t* const p[8], PanelBlock* o) {
-    o->d = row_scales(p);
-    o->m = row_f16s(p, 2);
-  }
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
-    nibble_groups(p, 4, out->u);
-    scales(p, out);
+    PanelBlock& o = *out;
+    nibble_groups(p, 4, o.u);
+    o.d = row_scales(p);
+    o.m = row_f16s(p, 2);
   }
 };
 
@@ -124,13 +120,12 @@ struct PanelQ5_0 {
   static constexpr int kOff = 16, kGroups16 = 4;
   static constexpr int kSub = 1;
   static constexpr bool kMin = false, kZero = false, kHalves = false;
-  static constexpr int kRowwise = 0;  // tokens that take rowwise()
   static constexpr std::size_t kBytes = sizeof(formats::BlockQ5_0);
-  static void scales(const std::uint8_t* const p[8], PanelBlock* o) { o->d = row_scales(p); }
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
-    nibble_groups(p, 6, out->u);
-    fifth_bits(p, 2, out->u);
-    scales(p, out);
+    PanelBlock& o = *out;
+    nibble_groups(p, 6, o.u);
+    fifth_bits(p, 2, o.u);
+    o.d = row_scales(p);
   }
 };
 
@@ -138,16 +133,13 @@ struct PanelQ5_1 {
   static constexpr int kOff = 0, kGroups16 = 4;
   static constexpr int kSub = 1;
   static constexpr bool kMin = true, kZero = false, kHalves = false;
-  static constexpr int kRowwise = 0;  // tokens that take rowwise()
   static constexpr std::size_t kBytes = sizeof(formats::BlockQ5_1);
-  static void scales(const std::uint8_t* const p[8], PanelBlock* o) {
-    o->d = row_scales(p);
-    o->m = row_f16s(p, 2);
-  }
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
-    nibble_groups(p, 8, out->u);
-    fifth_bits(p, 4, out->u);
-    scales(p, out);
+    PanelBlock& o = *out;
+    nibble_groups(p, 8, o.u);
+    fifth_bits(p, 4, o.u);
+    o.d = row_scales(p);
+    o.m = row_f16s(p, 2);
   }
 };
 
@@ -156,15 +148,12 @@ struct PanelQ4Z {
   static constexpr int kOff = 0, kGroups16 = 8;
   static constexpr int kSub = 1;
   static constexpr bool kMin = false, kZero = true, kHalves = false;
-  static constexpr int kRowwise = 0;         // tokens that take rowwise()
   static constexpr std::size_t kBytes = 19;  // sizeof(q4z::BlockQ4Z)
-  static void scales(const std::uint8_t* const p[8], PanelBlock* o) {
-    o->d = row_scales(p);
-    o->z = _mm256_setr_epi32(p[0][2], p[1][2], p[2][2], p[3][2], p[4][2], p[5][2], p[6][2], p[7][2]);
-  }
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
-    nibble_groups(p, 3, out->u);
-    scales(p, out);
+    PanelBlock& o = *out;
+    nibble_groups(p, 3, o.u);
+    o.d = row_scales(p);
+    o.z = _mm256_setr_epi32(p[0][2], p[1][2], p[2][2], p[3][2], p[4][2], p[5][2], p[6][2], p[7][2]);
   }
 };
 
@@ -173,7 +162,6 @@ struct PanelQ8_0 {
   static constexpr int kOff = 128, kGroups16 = 0;
   static constexpr int kSub = 1;
   static constexpr bool kMin = false, kZero = false, kHalves = false;
-  static constexpr int kRowwise = 0;  // tokens that take rowwise()
   static constexpr std::size_t kBytes = sizeof(formats::BlockQ8_0);
   static void decode(const std::uint8_t* const p[8], PanelBlock* out) {
     PanelBlock& o = *out;
@@ -185,9 +173,8 @@ struct PanelQ8_0 {
       transpose4(a, c);
       for (int g = 0; g < 4; ++g) o.u[4 * half + g] = _mm256_xor_si256(c[g], bytes(0x80));
     }
-    scales(p, out);
+    o.d = row_scales(p);
   }
-  static void scales(const std::uint8_t* const p[8], PanelBlock* o) { o->d = row_scales(p); }
 };
 
 // 8 x 8 f32 transpose: v[r] lane j -> v[j] lane r.
@@ -233,14 +220,6 @@ inline void k4_panel_scales(const std::uint8_t* const p[8], PanelBlock* o) {
   }
 }
 
-// Sub-block J of one Q4_K / Q5_K row as 32 unsigned bytes in input order.
-template <bool kFifth, int J>
-inline __m256i k4_row_u(const std::uint8_t* p) {
-  const __m256i q = _mm256_and_si256(shift_bytes < J % 2 ? 4 : 0 > (load256(p + (kFifth ? 48 : 16) + 32 * (J / 2))), bytes(0x0F));
-  if constexpr (!kFifth) return q;
-  return _mm256_or_si256(q, _mm256_slli_epi16(_mm256_and_si256(shift_bytes<J>(load256(p + 16)), bytes(1)), 4));
-}
-
 template <bool kFifth>
 inline void decode_k4(const std::uint8_t* const p[8], PanelBlock* o) {
   k4_panel_scales(p, o);
@@ -264,26 +243,18 @@ inline void decode_k4(const std::uint8_t* const p[8], PanelBlock* o) {
 struct PanelQ4_K {
   static constexpr int kOff = 0, kGroups16 = 8, kSub = 8;
   static constexpr bool kMin = true, kZero = false, kHalves = false;
-  static constexpr int kRowwise = 1;  // tokens that take rowwise()
   static constexpr std::size_t kBytes = sizeof(formats::BlockQ4_K);
+  using Tile = Q4_K;  // its rows' bytes in input order, for rowwise()
   static void scales(const std::uint8_t* const p[8], PanelBlock* o) { k4_panel_scales(p, o); }
-  template <int J>
-  static __m256i row_u(const std::uint8_t* p) {
-    return k4_row_u<false, J>(p);
-  }
   static void decode(const std::uint8_t* const p[8], PanelBlock* o) { decode_k4<false>(p, o); }
 };
 
 struct PanelQ5_K {
   static constexpr int kOff = 0, kGroups16 = 4, kSub = 8;
   static constexpr bool kMin = true, kZero = false, kHalves = false;
-  static constexpr int kRowwise = 1;  // tokens that take rowwise()
   static constexpr std::size_t kBytes = sizeof(formats::BlockQ5_K);
+  using Tile = Q5_K;
   static void scales(const std::uint8_t* const p[8], PanelBlock* o) { k4_panel_scales(p, o); }
-  template <int J>
-  static __m256i row_u(const std::uint8_t* p) {
-    return k4_row_u<true, J>(p);
-  }
   static void decode(const std::uint8_t* const p[8], PanelBlock* o) { decode_k4<true>(p, o); }
 };
 
@@ -292,9 +263,8 @@ struct PanelQ5_K {
 struct PanelQ6_K {
   static constexpr int kOff = 32, kGroups16 = 2, kSub = 8;
   static constexpr bool kMin = false, kZero = false, kHalves = true;
-  static constexpr int kRowwise = 0;  // tokens that take rowwise()
   static constexpr std::size_t kBytes = sizeof(formats::BlockQ6_K);
-  static void scales(const std::uint8_t* const p[8], PanelBlock* o) {
+  static void decode(const std::uint8_t* const p[8], PanelBlock* o) {
     __m256 lo[8], hi[8];
     for (int r = 0; r < 8; ++r) {
       const __m256 d = _mm256_set1_ps(f16_at(p[r] + 208));
@@ -304,13 +274,6 @@ struct PanelQ6_K {
     }
     transpose8(lo);  // lo[k] lane r: scale k of row r (k < 8); hi[k]: scale 8 + k
     transpose8(hi);
-    for (int j = 0; j < 8; ++j) {
-      o[j].d = (2 * j < 8) ? lo[2 * j] : hi[2 * j - 8];
-      o[j].d2 = (2 * j + 1 < 8) ? lo[2 * j + 1] : hi[2 * j + 1 - 8];
-    }
-  }
-  static void decode(const std::uint8_t* const p[8], PanelBlock* o) {
-    scales(p, o);
     for (int h = 0; h < 2; ++h) {
       __m256i qh[8];
       transpose_bytes32(p, 128 + 32 * h, qh);
@@ -325,6 +288,8 @@ struct PanelQ6_K {
             const __m256i h2 = sh > 0 ? _mm256_srli_epi16(qh[k], sh) : sh < 0 ? _mm256_slli_epi16(qh[k], -sh) : qh[k];
             o[j].u[k] = _mm256_or_si256(l4, _mm256_and_si256(h2, bytes(0x30)));
           }
+          o[j].d = (2 * j < 8) ? lo[2 * j] : hi[2 * j - 8];
+          o[j].d2 = (2 * j + 1 < 8) ? lo[2 * j + 1] : hi[2 * j + 1 - 8];
         }
       }
     }
@@ -468,7 +433,7 @@ inline __m256i dot_row(__m256i u, __m256i x) {
 #endif
 }
 
-// Q4_K / Q5_K, up to P::kRowwise tokens: each row's bytes dotted in input order and the 8 rows' sums
+// Q4_K / Q5_K (formats with a Tile), one token: each row's bytes dotted in input order and the 8 rows' sums
 // gathered into lanes by an add tree, with no transposed copy of the weights. The integer sums are exact
 // and every f32 step is panel_step's, so the bits are the panel's. It pays where transposing costs most
 // (Q4_K, one token, 8192x2048 in cache, AVX2: 47-50 -> 55-76 GFLOP/s); on the 32-blocks of Q4_0 and
@@ -491,7 +456,11 @@ void rowwise(const std::uint8_t* const rows[8], const std::uint8_t* ahead, std::
       constexpr int j = decltype(J)::value;
       __m256i u[8];
 #pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) u[r] = P::template row_u<j>(p[r]);
+      for (int r = 0; r < 8; ++r) {
+        typename P::Tile::Row row;
+        row.p = p[r];  // weights<J> reads only the row's bytes
+        u[r] = P::Tile::template weights<j>(row);
+      }
 #pragma GCC unroll 16
       for (int t = 0; t < NT; ++t) {
         const BlockQ8& xb = x[t * nbx + sb * P::kSub + j];
@@ -544,8 +513,7 @@ void run_panel(const std::uint8_t* w, std::size_t rb, int nr, const BlockQ8* xq,
       for (int r = 0; r < 8; ++r) rows[r] = w + static_cast<std::size_t>(r0 + std::min(r, n_rows - 1)) * rb;
       if (t_end - t0 <= NT) {
         const std::uint8_t* ahead = w + static_cast<std::size_t>(r0 + kAheadRows) * rb;
-        if constexpr (P::kRowwise > 0) {
-          static_assert(P::kRowwise == 1);
+        if constexpr (requires { typename P::Tile; }) {
           if (t_end - t0 == 1) {
             rowwise<P, 1>(rows, ahead, nb, xq + t0 * nb, nb, y + t0 * ys + r0, ys, n_rows);
             continue;
