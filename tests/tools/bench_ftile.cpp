@@ -1,6 +1,7 @@
 // Speed of ops::linear on float weights: the float-tile kernels (src/engine/cpu/ftile.h) against the
 // qdot row kernels they replaced, on SmolLM2-135M's shapes at decode and prefill token counts.
 //   mo_tool_bench_ftile [--types f32,f16,bf16] [--n 1,8,512] [--threads 1,2] [--min-time 0.3]
+//                       [--shapes 1536x576,576x1536,49152x576] (rows x cols; e.g. 8192x2048 for a 1B model's FFN)
 // Prints GFLOP/s (2·rows·cols·n per call) by wall clock and by CPU time (flops / (process CPU seconds /
 // threads): what the threads would do on cores of their own; the wall figure suffers when the machine
 // is shared), weight GB/s for n = 1, and the load average beside every row.
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> ns = {1, 8, 512};
   std::vector<int> threads = {1, 2};
   double min_time = 0.3;
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1536, 576}, {576, 1536}, {49152, 576}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--types")
@@ -83,14 +85,16 @@ int main(int argc, char** argv) {
     } else if (a == "--threads") {
       threads.clear();
       for (auto& s : split(v)) threads.push_back(std::stoi(s));
-    } else if (a == "--min-time")
+    } else if (a == "--min-time") {
       min_time = std::stod(v);
-    else {
+    } else if (a == "--shapes") {
+      shapes.clear();
+      for (auto& s : split(v)) shapes.emplace_back(std::stoll(s), std::stoll(s.substr(s.find('x') + 1)));
+    } else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
     }
   }
-  const std::pair<std::int64_t, std::int64_t> shapes[] = {{1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> val(-0.05f, 0.05f);
   fmt::print("simd {}; GFLOP/s wall (cpu-time normalized); load average before: {}\n", mo::ops::simd_level_name(mo::ops::simd_level()),
