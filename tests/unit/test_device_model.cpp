@@ -182,13 +182,13 @@ TEST(DeviceModel, PackedCheckpointsMatchTheCpuEngine) {
     EXPECT_NE(summary.find(method == "awq" ? "awq 4-bit g32" : "20 gptq 4-bit g32"), std::string::npos) << summary;
     const std::vector<std::int32_t> prompt = {1, 403, 407, 261, 378, 429, 273, 306};
     const Steps a = run(cpu, prompt, 6), b = run(dev, prompt, 6);
-    // lm_head is f16 in both checkpoints (exact on both paths); the rest differs only in summation order
-    // (the CPU's register-blocked float tiles add in another order than the device path's row dots: about
-    // 1e-7 per dot product, which this tiny AWQ model amplifies to 6e-5 .. 2e-4 of the largest logit).
-    EXPECT_LT(relative_gap(a.prefill, b.prefill), 1e-3) << method;
+    // lm_head is f16 in both checkpoints: the CPU engine rounds its input to f16 (ftile.h, as llama.cpp),
+    // the device path's reference takes it in f32 (as the CUDA kernels do below 9 tokens): 8e-4 .. 1.3e-3
+    // of the largest logit here. With f32 input on both (MO_FTILE=0) the gap is 4e-7: summation order only.
+    EXPECT_LT(relative_gap(a.prefill, b.prefill), 5e-3) << method;
     std::printf("%s checkpoint, packed on the device path: largest logit gap / largest logit = %.2e (prefill)\n", method.c_str(),
                 relative_gap(a.prefill, b.prefill));
-    for (std::size_t i = 0; i < a.logits.size(); ++i) EXPECT_LT(relative_gap(a.logits[i], b.logits[i]), 1e-3) << method << " step " << i;
+    for (std::size_t i = 0; i < a.logits.size(); ++i) EXPECT_LT(relative_gap(a.logits[i], b.logits[i]), 5e-3) << method << " step " << i;
   }
 }
 
@@ -201,7 +201,8 @@ TEST(DeviceModel, DummyAwqRunsOnBothPaths) {
   Engine dev = on_cpu_backend(dummy_awq_weights(hp, 128, 3), pool);
   EXPECT_NE(dev.device_model()->summary().find("14 awq 4-bit g128"), std::string::npos) << dev.device_model()->summary();
   const Steps a = run(cpu, {1, 2, 3, 4, 5}, 3), b = run(dev, {1, 2, 3, 4, 5}, 3);
-  for (std::size_t i = 0; i < a.logits.size(); ++i) EXPECT_LT(relative_gap(a.logits[i], b.logits[i]), 1e-4) << "step " << i;
+  // The f16 lm_head's input is rounded to f16 on the CPU engine only (as in PackedCheckpointsMatchTheCpuEngine): 2.6e-4 here.
+  for (std::size_t i = 0; i < a.logits.size(); ++i) EXPECT_LT(relative_gap(a.logits[i], b.logits[i]), 1e-3) << "step " << i;
 }
 
 TEST(DeviceModel, KvStorageInBackendMemory) {

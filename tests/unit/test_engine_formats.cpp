@@ -111,12 +111,15 @@ TEST_P(EngineFormats, LogitsMatchDequantizedWeightsAndIgnoreBatching) {
   const auto reference = run(f32, prompts, false, 0);
   // The stored weights alone (f32 activations, int_dot off): the same logits as their f32 decoding.
   // Then the default integer path, whose 8-bit activations (as llama.cpp's q8_0) add up to ~1.2% here.
+  // F16 / BF16 weights always meet activations rounded to their type (as llama.cpp): BF16's 8-bit
+  // mantissa costs ~3e-3 here, F16's 11 bits stay under 1e-3.
+  const bool bf16 = *type == static_cast<std::uint32_t>(mo::GgmlType::BF16);
   for (const bool int_dot : {false, true}) {
     IntDot mode(int_dot);
     auto alone = run(stored, prompts, false, 0);
     const auto rel = relative_l2(alone, reference);
     for (std::size_t i = 0; i < prompts.size(); ++i)
-      EXPECT_LT(rel[i], int_dot ? 2e-2 : 1e-3) << GetParam() << " prompt " << i << " int_dot=" << int_dot;
+      EXPECT_LT(rel[i], int_dot ? 2e-2 : bf16 ? 1e-2 : 1e-3) << GetParam() << " prompt " << i << " int_dot=" << int_dot;
     for (auto [together, chunk] : {std::pair{true, 0}, std::pair{true, 4}, std::pair{false, 3}}) {
       auto got = run(stored, prompts, together, chunk);
       for (std::size_t i = 0; i < prompts.size(); ++i) {

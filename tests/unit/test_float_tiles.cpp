@@ -1,5 +1,6 @@
 // The float-tile kernels behind ops::linear for F32 / F16 / BF16 weights (src/engine/cpu/ftile.h):
-// accuracy against a double-precision dot of the exactly decoded weights, and batch invariance: a
+// accuracy against a double-precision dot of the exactly decoded weights (and, for F16/BF16, of the
+// activations rounded to that type, as llama.cpp does), and batch invariance: a
 // (row, token) result is bit-identical whatever the number of tokens in the call, the token's place in
 // it and the row range computed, at every SIMD level this CPU has, including K tails (cols = 172).
 #include <gtest/gtest.h>
@@ -49,6 +50,13 @@ std::vector<float> random_vec(std::size_t n, std::mt19937& rng) {
   return v;
 }
 
+// x as the kernels see it against `type` weights: F16/BF16 round it to that type.
+float as_seen(std::uint32_t type, float v) {
+  if (type == 1) return mo::f16_to_f32(mo::f32_to_f16(v));
+  if (type == 30) return mo::bf16_to_f32(mo::f32_to_bf16(v));
+  return v;
+}
+
 std::vector<SimdLevel> levels() {
   std::vector<SimdLevel> out;
   const SimdLevel saved = mo::ops::simd_level();
@@ -91,7 +99,7 @@ TEST(FloatTiles, MatchDoublePrecisionReference) {
           for (std::int64_t t = 0; t < n; ++t) {
             double ref = 0, mag = 0;
             for (std::int64_t k = 0; k < cols; ++k) {
-              const double p = static_cast<double>(row[k]) * x[t * cols + k];
+              const double p = static_cast<double>(row[k]) * as_seen(type, x[t * cols + k]);
               ref += p, mag += std::fabs(p);
             }
             // Exact weights, f32 sum in a fixed order: error bounded by a few ulps of Σ|w·x| per add level.
@@ -100,6 +108,36 @@ TEST(FloatTiles, MatchDoublePrecisionReference) {
         }
       }
     }
+}
+
+// With one-hot weight rows each output is one activation as the kernel saw it: F16/BF16 round exactly as
+// mo::f32_to_f16 / f32_to_bf16 do (ties to even, subnormals), at every level, in the vector body and the tail.
+TEST(FloatTiles, ActivationsRoundedToTheWeightType) {
+  std::vector<float> x = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -1.0f - 0x1p-11f, 0x1p-20f, 0x1.8p-24f,
+                          3e-8f,           -0x1p-133f,          1.0f + 0x1p-9f, 65504.0f,           -60001.5f,        1e-40f,   0.3f,
+                          -7.1234567f};
+  std::mt19937 rng(5);
+  for (float v : random_vec(37, rng)) x.push_back(v * 1000.0f);
+  const std::int64_t cols = static_cast<std::int64_t>(x.size());
+  for (std::uint32_t type : {1u, 30u}) {
+    std::vector<float> eye(static_cast<std::size_t>(cols * cols), 0.0f);
+    for (std::int64_t r = 0; r < cols; ++r) eye[r * cols + r] = 1.0f;
+    Case c{type, cols, cols, std::vector<std::uint8_t>(static_cast<std::size_t>(cols * cols) * 2)};
+    for (std::size_t i = 0; i < eye.size(); ++i) {
+      const std::uint16_t h = type == 1 ? mo::f32_to_f16(eye[i]) : mo::f32_to_bf16(eye[i]);
+      std::memcpy(c.bytes.data() + 2 * i, &h, 2);
+    }
+    std::vector<float> xs;  // the values as tokens 0 and 1, shifted by one column in the second
+    xs.insert(xs.end(), x.begin(), x.end());
+    xs.push_back(x.back());
+    xs.insert(xs.end(), x.begin(), x.end() - 1);
+    for (SimdLevel l : levels())
+      for (std::int64_t n : {1, 2}) {
+        std::vector<float> y(static_cast<std::size_t>(n * cols));
+        ftile::kernel(type, l)(c.w(), 0, cols, xs.data(), cols, n, y.data(), cols);
+        for (std::int64_t i = 0; i < n * cols; ++i) ASSERT_EQ(y[i], as_seen(type, xs[i])) << name(c, l) << " n " << n << " value " << xs[i];
+      }
+  }
 }
 
 // Every (row, token) of a call with `n` tokens over rows [r0, r1) against the same (row, token) of the

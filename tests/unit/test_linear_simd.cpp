@@ -1,5 +1,6 @@
 // ops::linear's fused dequantize-and-dot kernels at every SIMD level this CPU has, against a
-// double-precision dot of the weights mo::gguf::dequantize_row decodes. The kernels decode each weight
+// double-precision dot of the weights mo::gguf::dequantize_row decodes (with the activations rounded to
+// F16 / BF16 for those weights). The kernels decode each weight
 // exactly as dequantize_row does and only reorder the f32 additions, so the error is f32 rounding of
 // the sum: bounded here by 1e-5 of Σ|w·x| per output (the scale a reordered sum is exact to) and of
 // the output's L2 norm overall, for every type alike.
@@ -27,6 +28,13 @@ namespace {
 
 using mo::GgmlType;
 using mo::ops::SimdLevel;
+
+// x as ops::linear feeds it to `type` weights: F16 / BF16 weights see it rounded to their type (as llama.cpp).
+double as_seen(std::uint32_t type, float v) {
+  if (type == static_cast<std::uint32_t>(GgmlType::F16)) return mo::f16_to_f32(mo::f32_to_f16(v));
+  if (type == static_cast<std::uint32_t>(GgmlType::BF16)) return mo::bf16_to_f32(mo::f32_to_bf16(v));
+  return v;
+}
 
 void put_f16(std::uint8_t* p, float v) {
   const std::uint16_t h = mo::f32_to_f16(v);
@@ -150,7 +158,7 @@ TEST_P(LinearSimd, EveryLevelMatchesDoubleReferenceAndScalar) {
         for (std::int64_t r = 0; r < kRows; ++r) {
           double s = 0, a = 0;
           for (std::int64_t i = 0; i < cols; ++i) {
-            const double p = static_cast<double>(wf[r * cols + i]) * x[t * cols + i];
+            const double p = static_cast<double>(wf[r * cols + i]) * as_seen(w.type, x[t * cols + i]);
             s += p;
             a += std::fabs(p);
           }

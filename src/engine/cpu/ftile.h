@@ -3,9 +3,10 @@
 // activations. One micro-kernel computes an MR×NR tile (MR weight rows × NR tokens) with one vector
 // accumulator per (row, token) over K lanes, walked in the same K order with explicit FMAs and reduced
 // the same way at the end, whatever the tile shape: a (row, token) result is bit-identical for any
-// number of tokens in the call and any row range a thread gets (batch invariance). F16/BF16 rows that
-// several token tiles reuse are first decoded (exactly) to f32 into a small panel; decode (n = 1) reads
-// the stored rows directly. Results match across SIMD levels only to f32 rounding.
+// number of tokens in the call and any row range a thread gets (batch invariance). For F16/BF16 weights
+// the activations are rounded to the weights' type first (round to nearest even), as llama.cpp does
+// and as 16-bit checkpoints run in Transformers/vLLM; so w·x is exact per product and only the f32 sums
+// round. Results match across SIMD levels only to f32 rounding.
 #include <cstddef>
 #include <cstdint>
 
@@ -27,16 +28,30 @@ struct Weights {
 using RowRange = void (*)(const Weights& w, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t x_stride, std::int64_t n,
                           float* y, std::int64_t y_stride);
 
+// The same for F16 / BF16 weights on activations already rounded to the weights' type (round_to_type):
+// what ops::linear calls, so that x is rounded once per call rather than once per row range.
+using RowRange16 = void (*)(const Weights& w, std::int64_t r0, std::int64_t r1, const std::uint16_t* x, std::int64_t x_stride,
+                            std::int64_t n, float* y, std::int64_t y_stride);
+
 // F32, F16 or BF16.
 bool supports(std::uint32_t type);
 
-// The kernel for `type` at `level` (nullptr when unsupported there).
+// The kernel for `type` at `level` (nullptr when unsupported there); kernel16: for F16 / BF16 only.
 RowRange kernel(std::uint32_t type, SimdLevel level);
 RowRange kernel_scalar(std::uint32_t type);
 RowRange kernel_avx2(std::uint32_t type);
 RowRange kernel_avx512(std::uint32_t type);
+RowRange16 kernel16(std::uint32_t type, SimdLevel level);
+RowRange16 kernel16_scalar(std::uint32_t type);
+RowRange16 kernel16_avx2(std::uint32_t type);
+RowRange16 kernel16_avx512(std::uint32_t type);
 
-// ops::linear for a supported type: rows split across the pool's threads, at simd_level().
+// n values rounded to F16 (type 1) or BF16 (30), to nearest even: mo::f32_to_f16 / f32_to_bf16 bit for
+// bit, whichever SIMD level does it.
+void round_to_type(std::uint32_t type, const float* x, std::int64_t n, std::uint16_t* out);
+void round_to_type_avx2(std::uint32_t type, const float* x, std::int64_t n, std::uint16_t* out);
+
+// ops::linear for a supported type: rows shared among the pool's threads, at simd_level().
 void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, ThreadPool& pool);
 
 // Off: ops::linear sends float types back to the qdot row kernels (for old-vs-new benchmarks).

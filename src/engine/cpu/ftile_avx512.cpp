@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ftile.h"
+#include "mo/core/half.h"  // before the target region: its inline functions stay generic
 
 #if defined(__x86_64__)
 #include "simd_target.h"
@@ -18,11 +19,13 @@ MO_SIMD_TARGET_PUSH("avx512f,avx2,fma,f16c")
 
 namespace mo::ops::ftile {
 RowRange kernel_avx512(std::uint32_t type) { return kernel_for<FloatTile<simd::Vec512, 4, 6, 4, true>>(type); }
+RowRange16 kernel16_avx512(std::uint32_t type) { return kernel16_for<FloatTile<simd::Vec512, 4, 6, 4, true>>(type); }
 }  // namespace mo::ops::ftile
 
 MO_SIMD_TARGET_POP
 #else
 namespace mo::ops::ftile {
 RowRange kernel_avx512(std::uint32_t) { return nullptr; }
+RowRange16 kernel16_avx512(std::uint32_t) { return nullptr; }
 }  // namespace mo::ops::ftile
 #endif
