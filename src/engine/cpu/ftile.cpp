@@ -19,6 +19,9 @@ bool env_enabled() {
 }
 std::atomic<bool> g_enabled{env_enabled()};
 
+// Activations rounded by the calling thread alone up to this many values (a few microseconds).
+constexpr std::int64_t kRoundAlone = 16384;
+
 }  // namespace
 
 bool supports(std::uint32_t type) { return type == 0 || type == 1 || type == 30; }
@@ -60,8 +63,12 @@ void linear(const float* x, std::int64_t n, const engine::Matrix& w, float* y, T
   thread_local std::vector<std::uint16_t> rounded;
   rounded.resize(static_cast<std::size_t>(n * w.cols));
   std::uint16_t* const xr = rounded.data();  // the caller's buffer: inside the lambdas `rounded` would be each worker's own
-  pool.parallel_for(
-      0, n, [&](std::int64_t t0, std::int64_t t1, int) { round_to_type(w.type, x + t0 * w.cols, (t1 - t0) * w.cols, xr + t0 * w.cols); });
+  if (n * w.cols <= kRoundAlone) {           // decode: not worth waking the pool for
+    round_to_type(w.type, x, n * w.cols, xr);
+  } else {
+    pool.parallel_for(
+        0, n, [&](std::int64_t t0, std::int64_t t1, int) { round_to_type(w.type, x + t0 * w.cols, (t1 - t0) * w.cols, xr + t0 * w.cols); });
+  }
   const RowRange16 run = kernel16(w.type, level);
   const std::int64_t chunk = std::max<std::int64_t>(16, (w.rows / (8 * pool.size()) + 15) / 16 * 16);
   std::atomic<std::int64_t> next{0};
