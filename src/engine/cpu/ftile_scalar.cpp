@@ -21,25 +21,6 @@ float dot8(const float* w, const float* x, std::int64_t cols) {
   return (a0 + a2) + (a1 + a3);
 }
 
-void run_rows(const Weights& w, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t xs, std::int64_t n, float* y,
-              std::int64_t ys) {
-  thread_local std::vector<float> row, rounded;
-  if (static_cast<std::int64_t>(row.size()) < w.cols) row.resize(w.cols);
-  if (w.type != 0) {  // x as the weights' 16-bit type holds it
-    rounded.resize(static_cast<std::size_t>(n * w.cols));
-    for (std::int64_t t = 0; t < n; ++t)
-      for (std::int64_t k = 0; k < w.cols; ++k) {
-        const float v = x[t * xs + k];
-        rounded[t * w.cols + k] = w.type == 1 ? f16_to_f32(f32_to_f16(v)) : bf16_to_f32(f32_to_bf16(v));
-      }
-    x = rounded.data(), xs = w.cols;
-  }
-  for (std::int64_t r = r0; r < r1; ++r) {
-    gguf::dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.cols);
-    for (std::int64_t t = 0; t < n; ++t) y[t * ys + r] = dot8(row.data(), x + t * xs, w.cols);
-  }
-}
-
 void run_rows16(const Weights& w, std::int64_t r0, std::int64_t r1, const std::uint16_t* x, std::int64_t xs, std::int64_t n, float* y,
                 std::int64_t ys) {
   thread_local std::vector<float> widened;  // exact: every 16-bit value is an f32
@@ -54,6 +35,24 @@ void run_rows16(const Weights& w, std::int64_t r0, std::int64_t r1, const std::u
   for (std::int64_t r = r0; r < r1; ++r) {
     gguf::dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.cols);
     for (std::int64_t t = 0; t < n; ++t) y[t * ys + r] = dot8(row.data(), widened.data() + t * w.cols, w.cols);
+  }
+}
+
+void run_rows(const Weights& w, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t xs, std::int64_t n, float* y,
+              std::int64_t ys) {
+  if (w.type != 0) {  // x as the weights' 16-bit type holds it
+    thread_local std::vector<std::uint16_t> rounded;
+    rounded.resize(static_cast<std::size_t>(n * w.cols));
+    for (std::int64_t t = 0; t < n; ++t)
+      for (std::int64_t k = 0; k < w.cols; ++k)
+        rounded[t * w.cols + k] = w.type == 1 ? f32_to_f16(x[t * xs + k]) : f32_to_bf16(x[t * xs + k]);
+    return run_rows16(w, r0, r1, rounded.data(), w.cols, n, y, ys);
+  }
+  thread_local std::vector<float> row;
+  if (static_cast<std::int64_t>(row.size()) < w.cols) row.resize(w.cols);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    gguf::dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.cols);
+    for (std::int64_t t = 0; t < n; ++t) y[t * ys + r] = dot8(row.data(), x + t * xs, w.cols);
   }
 }
 
